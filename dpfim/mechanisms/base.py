@@ -1,0 +1,74 @@
+"""What every mechanism shares: the view of the data it may read, and its outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+class RankedCounts(Protocol):
+    """Supports in decreasing order, known from the top down (dpfim.counting.SupportIndex).
+
+    Invariant: `counts` holds every support >= `threshold` (and nothing smaller); once
+    `complete`, every nonzero support is there and all further ranks have support 0.
+    """
+
+    @property
+    def counts(self) -> np.ndarray: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    def ensure(self, depth: int) -> None: ...
+
+
+class VectorCounts:
+    """A plain vector of counts as a RankedCounts: for the Python API and statistical tests.
+
+    Zero entries are dropped (ranks past the vector have count 0); the order of the input does
+    not matter.
+    """
+
+    def __init__(self, counts: Sequence[int] | np.ndarray) -> None:
+        arr = np.asarray(counts, dtype=np.int64)
+        if arr.ndim != 1:
+            raise ValueError("counts must be one-dimensional")
+        if arr.size and arr.min() < 0:
+            raise ValueError("counts must be >= 0")
+        order = np.argsort(-arr, kind="stable")
+        self._order = order[arr[order] > 0]
+        self._counts = arr[self._order]
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self._counts
+
+    @property
+    def complete(self) -> bool:
+        return True
+
+    def ensure(self, depth: int) -> None:
+        """Everything is known already."""
+
+    def position(self, index: int) -> int:
+        """The input position of the sorted entry `index`."""
+        return int(self._order[index])
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a selection mechanism decided, before it is turned into a released result.
+
+    noisy_max: the released noisy top count (lmm), or None; ell: the stopping rank, or None
+    for "inf"; index: position of the selected itemset in `counts`, or None for none;
+    zero_pick: the selection chose a zero-count candidate (in a declared universe the caller
+    then names a uniformly random zero-count r-subset).
+    """
+
+    noisy_max: int | None
+    ell: int | None
+    index: int | None
+    zero_pick: bool = False

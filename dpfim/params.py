@@ -1,0 +1,76 @@
+"""The one place where public parameters are validated and normalised."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+from dpfim.errors import ParameterError
+
+MAX_SIZE = 5
+DEFAULT_ELL_MAX = 2**40
+
+
+def check_fraction(value: str | int | Fraction, name: str) -> Fraction:
+    """Read a number as an exact decimal, e.g. "0.1" -> Fraction(1, 10) (never through a float)."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, bool):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        raise ParameterError(f"{name} must be given as a decimal string, not a float: {value!r}")
+    text = str(value).strip()
+    try:
+        dec = Decimal(text)
+    except InvalidOperation:
+        raise ParameterError(f"{name} must be a decimal number, got {value!r}") from None
+    if not dec.is_finite():
+        raise ParameterError(f"{name} must be finite, got {value!r}")
+    return Fraction(dec)
+
+
+def check_eps(value: str | int | Fraction) -> Fraction:
+    """epsilon > 0 as an exact rational."""
+    eps = check_fraction(value, "--eps")
+    if eps <= 0:
+        raise ParameterError(f"--eps must be > 0, got {value}")
+    if eps > 1000:
+        raise ParameterError(f"--eps must be at most 1000, got {value}")
+    return eps
+
+
+def check_delta(value: str | int | Fraction) -> Fraction:
+    """delta in (0, 1) as an exact rational."""
+    delta = check_fraction(value, "--delta")
+    if not 0 < delta < 1:
+        raise ParameterError(f"--delta must be in (0, 1), got {value}")
+    if delta < Fraction(1, 10**300):
+        raise ParameterError(f"--delta must be at least 1e-300, got {value}")
+    return delta
+
+
+def check_size(value: int) -> int:
+    """The itemset size r, 1..MAX_SIZE."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIZE:
+        raise ParameterError(f"--size must be an integer from 1 to {MAX_SIZE}, got {value!r}")
+    return value
+
+
+def check_ell_max(value: int) -> int:
+    """The data-independent cap on the margin search, 1..2^62."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**62:
+        raise ParameterError(f"--ell-max must be an integer from 1 to 2^62, got {value!r}")
+    return value
+
+
+def fraction_to_float(x: Fraction) -> float:
+    """For JSON output and float threshold evaluation only; never on a sampling path."""
+    return x.numerator / x.denominator if abs(x.numerator) < 2**1000 else float(x)
+
+
+def log_fraction(x: Fraction) -> float:
+    """ln(x) for a positive rational, accurate even when x is far outside the float range."""
+    return math.log(x.numerator) - math.log(x.denominator)

@@ -1,0 +1,1 @@
+"""Exact randomness: an injectable source and samplers on integers and Fractions only."""

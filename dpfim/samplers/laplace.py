@@ -1,0 +1,31 @@
+"""Exact discrete Laplace sampler (Canonne, Kamath, Steinke 2020, Algorithm 2).
+
+DLap(b): P(X = x) = (1 - q) / (1 + q) * q^|x| with q = exp(-1/b), for a rational scale b > 0.
+Only integer draws and `Fraction` arithmetic; see bernoulli.py for why we write it ourselves.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from dpfim.samplers.bernoulli import bernoulli_exp_neg
+from dpfim.samplers.rng import RandomSource
+
+
+def discrete_laplace(scale: Fraction, rng: RandomSource) -> int:
+    """One draw from DLap(scale); scale = t/s in lowest terms (CKS Alg. 2 with inputs s, t)."""
+    if scale <= 0:
+        raise ValueError(f"scale must be > 0: {scale}")
+    t, s = scale.numerator, scale.denominator
+    while True:
+        u = rng.randbelow(t)
+        if not bernoulli_exp_neg(Fraction(u, t), rng):
+            continue
+        v = 0
+        while bernoulli_exp_neg(Fraction(1), rng):
+            v += 1
+        y = (u + t * v) // s
+        negative = rng.randbelow(2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
