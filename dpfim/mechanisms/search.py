@@ -11,6 +11,7 @@ with "no pass" without reading deeper counts. Proof: docs/privacy.md, "Sampling 
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -61,6 +62,11 @@ class _Hazards:
         return lam
 
 
+@functools.lru_cache(maxsize=32)
+def _hazards(scale: Fraction, prec: int) -> _Hazards:
+    return _Hazards(scale, prec)
+
+
 def first_pass(
     base: int, split: Split, counts: RankedCounts, last_rank: int, rng: RandomSource
 ) -> int | None:
@@ -88,8 +94,8 @@ def _walk(
     prec: int,
 ) -> int:
     """One certified pass over the ranks: a rank, 0 for "no pass", or _UNDECIDED."""
-    hz = _Hazards(split.search_scale, prec)
-    runs = threshold_runs(split, 1, last_rank)
+    hz = _hazards(split.search_scale, prec)
+    runs = threshold_runs(split)  # cached; ranks past last_rank are never reached
     _, run_last, run_t = next(runs)
     lam_sum = iv.ZERO
     ell = 1

@@ -5,6 +5,7 @@ The one threshold function of dpfim. Derivation: docs/privacy.md, "Thresholds".
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ def gap_split(eps: Fraction, delta: Fraction) -> Split:
     return Split(Fraction(0), 2 * eps / 3, eps / 3, Fraction(0), delta / 2, delta / 2)
 
 
+@functools.lru_cache(maxsize=4096)
 def tau(ell: int, split: Split, *, discrete: bool = True) -> float:
     """tau(l) in records (count space), float evaluation.
 
@@ -121,7 +123,36 @@ def threshold_runs(split: Split, start: int = 1, stop: int | None = None) -> Ite
 
     The partition depends on (eps, delta) only. Each range uses T(last), which is >= tau(l) for
     every l in it because tau is increasing; so the search may treat a range as identical trials.
+    With start = 1 and no stop the runs come from a per-split cache.
     """
+    if start == 1 and stop is None:
+        yield from _cached_runs(split)
+        return
+    yield from _compute_runs(split, start, stop)
+
+
+class _RunCache:
+    """The runs of one split, computed as far as anyone has asked."""
+
+    def __init__(self, split: Split) -> None:
+        self.runs: list[tuple[int, int, int]] = []
+        self._gen = _compute_runs(split, 1, None)
+
+    def __iter__(self) -> Iterator[tuple[int, int, int]]:
+        i = 0
+        while True:
+            if i == len(self.runs):
+                self.runs.append(next(self._gen))
+            yield self.runs[i]
+            i += 1
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_runs(split: Split) -> _RunCache:
+    return _RunCache(split)
+
+
+def _compute_runs(split: Split, start: int, stop: int | None) -> Iterator[tuple[int, int, int]]:
     first = start
     while stop is None or first <= stop:
         t_first = threshold(first, split)
