@@ -1,0 +1,3 @@
+from dpfim.cli import main
+
+main()

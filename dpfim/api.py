@@ -1,0 +1,281 @@
+"""The library entry points: mine() on records, mine_file() on a path (what the CLI calls)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from dpfim.counting import SupportIndex
+from dpfim.errors import ParameterError
+from dpfim.ledger import margin_ledger
+from dpfim.mechanisms import lmm
+from dpfim.mechanisms.base import Outcome
+from dpfim.mechanisms.thresholds import paper_split
+from dpfim.params import (
+    DEFAULT_ELL_MAX,
+    check_delta,
+    check_ell_max,
+    check_eps,
+    check_size,
+    fraction_to_float,
+)
+from dpfim.readers import Records, from_transactions, read_records, read_universe, resolve_format
+from dpfim.result import build
+from dpfim.samplers.rng import RandomSource, resolve
+
+MECHANISMS = ("lmm",)
+NEIGHBOURS = ("replace", "add-remove")
+
+
+@dataclass
+class Diagnostics:
+    """Curator-only facts about a run (exact, NOT private): printed with --verbose only."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Validated public parameters of one run."""
+
+    size: int
+    eps: Fraction
+    delta: Fraction
+    mechanism: str
+    neighbours: str
+    ell_max: int
+
+
+def check_options(
+    *,
+    size: int,
+    eps: str | int | Fraction,
+    delta: str | int | Fraction,
+    mechanism: str = "lmm",
+    neighbours: str = "replace",
+    ell_max: int = DEFAULT_ELL_MAX,
+) -> Options:
+    """Validate every public parameter before any data is read (usage errors come first)."""
+    if mechanism not in MECHANISMS:
+        raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
+    if neighbours not in NEIGHBOURS:
+        raise ParameterError(f"--neighbours must be one of {', '.join(NEIGHBOURS)}: {neighbours!r}")
+    return Options(
+        check_size(size), check_eps(eps), check_delta(delta), mechanism, neighbours,
+        check_ell_max(ell_max),
+    )
+
+
+def mine(
+    records: Records | Iterable[Iterable[str]],
+    *,
+    size: int = 2,
+    eps: str | int | Fraction,
+    delta: str | int | Fraction,
+    mechanism: str = "lmm",
+    neighbours: str = "replace",
+    ell_max: int = DEFAULT_ELL_MAX,
+    universe: Sequence[str] | None = None,
+    rng: RandomSource | int | None = None,
+    fmt: str | None = None,
+    progress: bool = False,
+    diagnostics: Diagnostics | None = None,
+) -> dict[str, Any]:
+    """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
+
+    records: a Records, or any iterable of transactions (iterables of item strings).
+    universe: a declared public vocabulary (then records must not have been read with another).
+    rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    """
+    opts = check_options(
+        size=size, eps=eps, delta=delta, mechanism=mechanism, neighbours=neighbours,
+        ell_max=ell_max,
+    )
+    if not isinstance(records, Records):
+        records = from_transactions(records, universe=universe)
+    return _mine(records, opts, universe, rng, fmt, progress, diagnostics or Diagnostics())
+
+
+def mine_file(
+    source: str,
+    *,
+    fmt: str = "auto",
+    sep: str | None = None,
+    record_col: str | None = None,
+    item_col: str | None = None,
+    max_record_items: int | None = None,
+    universe_items: str | None = None,
+    size: int = 2,
+    eps: str | int | Fraction,
+    delta: str | int | Fraction,
+    mechanism: str = "lmm",
+    neighbours: str = "replace",
+    ell_max: int = DEFAULT_ELL_MAX,
+    seed: int | None = None,
+    progress: bool = False,
+    diagnostics: Diagnostics | None = None,
+    reserve: Callable[[Options], None] | None = None,
+) -> dict[str, Any]:
+    """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
+
+    reserve: called with the validated options after the input has been read and before the
+    mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    """
+    diag = diagnostics or Diagnostics()
+    opts = check_options(
+        size=size, eps=eps, delta=delta, mechanism=mechanism, neighbours=neighbours,
+        ell_max=ell_max,
+    )
+    if max_record_items is not None and max_record_items < opts.size:
+        raise ParameterError(
+            f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
+        )
+    long_cols = record_col is not None or item_col is not None
+    decided = resolve_format(source, fmt, long_columns_given=long_cols)
+    universe = read_universe(universe_items) if universe_items is not None else None
+    source_rng, _ = resolve(seed)
+    t0 = time.perf_counter()
+    records = read_records(
+        source, fmt=decided, sep=sep, record_col=record_col, item_col=item_col,
+        max_record_items=max_record_items, universe=universe, rng=source_rng, progress=progress,
+    )
+    diag.timings["read"] = time.perf_counter() - t0
+    if reserve is not None:
+        reserve(opts)
+    return _mine(records, opts, universe, source_rng if seed is not None else None, decided,
+                 progress, diag, max_record_items=max_record_items)
+
+
+def _mine(
+    records: Records,
+    opts: Options,
+    universe: Sequence[str] | None,
+    rng: RandomSource | int | None,
+    fmt: str | None,
+    progress: bool,
+    diag: Diagnostics,
+    *,
+    max_record_items: int | None = None,
+) -> dict[str, Any]:
+    source, private = resolve(rng)
+    universe_size = None
+    if universe is not None:
+        vocab = len(records.items)
+        if vocab < opts.size:
+            raise ParameterError(
+                f"--universe-items declares {vocab} items, fewer than --size {opts.size}"
+            )
+        universe_size = math.comb(vocab, opts.size)
+    _curator_warnings(records, opts, diag)
+
+    t0 = time.perf_counter()
+    index = SupportIndex(records, opts.size, progress=progress)
+    split = paper_split(opts.eps, opts.delta)
+    out = lmm.run(index, split, source, ell_max=opts.ell_max, universe_size=universe_size)
+    itemset = _name(out, index, records, opts.size, source)
+    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    diag.facts.update(
+        {
+            "n": records.n,
+            "itemsets enumerated": len(index.counts),
+            "support threshold reached": index.threshold,
+            "all nonzero itemsets enumerated (L known)": index.complete,
+        }
+    )
+    if index.complete:
+        diag.facts["L"] = len(index.counts)
+
+    params: dict[str, Any] = {
+        "size": opts.size,
+        "eps": fraction_to_float(opts.eps),
+        "delta": fraction_to_float(opts.delta),
+        "mechanism": opts.mechanism,
+        "neighbours": opts.neighbours,
+        "format": fmt,
+        "ell_max": opts.ell_max,
+        "universe": "open" if universe is None else {
+            "declared_items": len(records.items), "size": universe_size,
+        },
+        "split": {
+            "alpha_m": str(split.alpha_m), "alpha_s": str(split.alpha_s),
+            "alpha_a": str(split.alpha_a), "delta_m": str(split.delta_m),
+            "delta_s": str(split.delta_s), "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
+        },
+    }
+    if max_record_items is not None:
+        params["max_record_items"] = max_record_items
+    fields: dict[str, Any] = {
+        "itemset": itemset,
+        "noisy_max": out.noisy_max,
+        "ell": "inf" if out.ell is None else out.ell,
+    }
+    if opts.neighbours == "replace":
+        fields["n"] = records.n
+        fields["n_note"] = "n is public under replace-one neighbours; never released under add-remove"
+    return build(
+        **fields,
+        params=params,
+        ledger=margin_ledger(split, opts.neighbours, with_max=True),
+        private=private,
+    )
+
+
+def _name(
+    out: Outcome, index: SupportIndex, records: Records, size: int, rng: RandomSource
+) -> list[str] | None:
+    """The selected itemset as sorted canonical strings, or None for the answer "none"."""
+    if out.index is not None:
+        ids = index.itemsets[out.index]
+    elif out.zero_pick:
+        ids = _random_zero_subset(index, len(records.items), size, rng)
+    else:
+        return None
+    return sorted(records.items[int(i)] for i in ids)
+
+
+def _random_zero_subset(
+    index: SupportIndex, vocab: int, size: int, rng: RandomSource
+) -> list[int]:
+    """A uniformly random r-subset of the declared vocabulary with support 0 (by rejection).
+
+    Only reached when the search passed beyond every nonzero itemset, so at least one exists and
+    every nonzero one is known. When zero-count subsets are rare, enumerate them instead.
+    """
+    universe = math.comb(vocab, size)
+    nonzero = len(index.counts)
+    if (universe - nonzero) * 64 < universe:
+        known = {tuple(int(i) for i in row) for row in index.itemsets}
+        zeros = [c for c in itertools.combinations(range(vocab), size) if c not in known]
+        return list(zeros[rng.randbelow(len(zeros))])
+    while True:
+        chosen: list[int] = []
+        pool = list(range(vocab))
+        for k in range(size):  # partial Fisher-Yates: a uniform r-subset
+            j = k + rng.randbelow(vocab - k)
+            pool[k], pool[j] = pool[j], pool[k]
+            chosen.append(pool[k])
+        if index.support(sorted(chosen)) == 0:
+            return sorted(chosen)
+
+
+def _curator_warnings(records: Records, opts: Options, diag: Diagnostics) -> None:
+    """Curator-only warnings (stderr): they depend on the data and are not private."""
+    n = records.n
+    lengths = records.indptr[1:] - records.indptr[:-1]
+    if n == 0 or not (lengths >= opts.size).any():
+        diag.warnings.append(
+            "no usable records (empty input, or every record has fewer than "
+            f"{opts.size} items); the mechanism still ran and its answer is almost surely none"
+        )
+    if opts.neighbours == "replace" and n > 0 and opts.delta >= Fraction(1, n):
+        diag.warnings.append(
+            f"delta = {float(opts.delta):g} is at least 1/n for this data; such a delta allows "
+            "releasing a whole record with probability delta. Use a smaller --delta"
+        )
