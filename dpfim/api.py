@@ -24,7 +24,14 @@ from dpfim.params import (
     check_size,
     fraction_to_float,
 )
-from dpfim.readers import Records, from_transactions, read_records, read_universe, resolve_format
+from dpfim.readers import (
+    Records,
+    check_source,
+    from_transactions,
+    read_records,
+    read_universe,
+    resolve_format,
+)
 from dpfim.result import build
 from dpfim.samplers.rng import RandomSource, resolve
 
@@ -68,7 +75,11 @@ def check_options(
     if neighbours not in NEIGHBOURS:
         raise ParameterError(f"--neighbours must be one of {', '.join(NEIGHBOURS)}: {neighbours!r}")
     return Options(
-        check_size(size), check_eps(eps), check_delta(delta), mechanism, neighbours,
+        check_size(size),
+        check_eps(eps),
+        check_delta(delta),
+        mechanism,
+        neighbours,
         check_ell_max(ell_max),
     )
 
@@ -95,7 +106,11 @@ def mine(
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
     """
     opts = check_options(
-        size=size, eps=eps, delta=delta, mechanism=mechanism, neighbours=neighbours,
+        size=size,
+        eps=eps,
+        delta=delta,
+        mechanism=mechanism,
+        neighbours=neighbours,
         ell_max=ell_max,
     )
     if not isinstance(records, Records):
@@ -130,7 +145,11 @@ def mine_file(
     """
     diag = diagnostics or Diagnostics()
     opts = check_options(
-        size=size, eps=eps, delta=delta, mechanism=mechanism, neighbours=neighbours,
+        size=size,
+        eps=eps,
+        delta=delta,
+        mechanism=mechanism,
+        neighbours=neighbours,
         ell_max=ell_max,
     )
     if max_record_items is not None and max_record_items < opts.size:
@@ -138,19 +157,35 @@ def mine_file(
             f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
         )
     long_cols = record_col is not None or item_col is not None
+    check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
     universe = read_universe(universe_items) if universe_items is not None else None
     source_rng, _ = resolve(seed)
     t0 = time.perf_counter()
     records = read_records(
-        source, fmt=decided, sep=sep, record_col=record_col, item_col=item_col,
-        max_record_items=max_record_items, universe=universe, rng=source_rng, progress=progress,
+        source,
+        fmt=decided,
+        sep=sep,
+        record_col=record_col,
+        item_col=item_col,
+        max_record_items=max_record_items,
+        universe=universe,
+        rng=source_rng,
+        progress=progress,
     )
     diag.timings["read"] = time.perf_counter() - t0
     if reserve is not None:
         reserve(opts)
-    return _mine(records, opts, universe, source_rng if seed is not None else None, decided,
-                 progress, diag, max_record_items=max_record_items)
+    return _mine(
+        records,
+        opts,
+        universe,
+        source_rng if seed is not None else None,
+        decided,
+        progress,
+        diag,
+        max_record_items=max_record_items,
+    )
 
 
 def _mine(
@@ -200,13 +235,19 @@ def _mine(
         "neighbours": opts.neighbours,
         "format": fmt,
         "ell_max": opts.ell_max,
-        "universe": "open" if universe is None else {
-            "declared_items": len(records.items), "size": universe_size,
+        "universe": "open"
+        if universe is None
+        else {
+            "declared_items": len(records.items),
+            "size": universe_size,
         },
         "split": {
-            "alpha_m": str(split.alpha_m), "alpha_s": str(split.alpha_s),
-            "alpha_a": str(split.alpha_a), "delta_m": str(split.delta_m),
-            "delta_s": str(split.delta_s), "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
+            "alpha_m": str(split.alpha_m),
+            "alpha_s": str(split.alpha_s),
+            "alpha_a": str(split.alpha_a),
+            "delta_m": str(split.delta_m),
+            "delta_s": str(split.delta_s),
+            "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
         },
     }
     if max_record_items is not None:
@@ -218,7 +259,9 @@ def _mine(
     }
     if opts.neighbours == "replace":
         fields["n"] = records.n
-        fields["n_note"] = "n is public under replace-one neighbours; never released under add-remove"
+        fields["n_note"] = (
+            "n is public under replace-one neighbours; never released under add-remove"
+        )
     return build(
         **fields,
         params=params,
@@ -240,9 +283,7 @@ def _name(
     return sorted(records.items[int(i)] for i in ids)
 
 
-def _random_zero_subset(
-    index: SupportIndex, vocab: int, size: int, rng: RandomSource
-) -> list[int]:
+def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomSource) -> list[int]:
     """A uniformly random r-subset of the declared vocabulary with support 0 (by rejection).
 
     Only reached when the search passed beyond every nonzero itemset, so at least one exists and

@@ -40,44 +40,78 @@ def cli() -> None:
 @click.option("--delta", required=True, help="Privacy parameter delta in (0, 1), e.g. 1e-6.")
 @click.option("-r", "--size", default=2, show_default=True, type=int, help="Itemset size r (1-5).")
 @click.option(
-    "--format", "fmt", default="auto", show_default=True,
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
     type=click.Choice(("auto", *FORMATS)),
     help="Input format; auto decides by the file extension only (.csv .tsv .txt basket, "
     ".dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
 )
-@click.option("--sep", default=None, help="Item separator for basket files [default: , (tab for .tsv)].")
+@click.option(
+    "--sep", default=None, help="Item separator for basket files [default: , (tab for .tsv)]."
+)
 @click.option("--record-col", default=None, help="Long format: the record-id column.")
 @click.option("--item-col", default=None, help="Long format: the item column.")
 @click.option(
-    "--max-record-items", type=int, default=None,
+    "--max-record-items",
+    type=int,
+    default=None,
     help="Keep a uniformly random B items of longer records (record-local; keeps the guarantee).",
 )
 @click.option(
-    "--universe-items", type=str, default=None,
+    "--universe-items",
+    type=str,
+    default=None,
     help="A public vocabulary file, one item a line: the universe is its r-subsets.",
 )
 @click.option(
-    "--mechanism", default="lmm", show_default=True, type=click.Choice(MECHANISMS),
+    "--mechanism",
+    default="lmm",
+    show_default=True,
+    type=click.Choice(MECHANISMS),
     help="Selection mechanism.",
 )
 @click.option(
-    "--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS),
+    "--neighbours",
+    default="replace",
+    show_default=True,
+    type=click.Choice(NEIGHBOURS),
     help="Neighbouring relation of the guarantee; n is released only under replace.",
 )
 @click.option(
-    "--ell-max", type=int, default=DEFAULT_ELL_MAX, show_default=True,
+    "--ell-max",
+    type=int,
+    default=DEFAULT_ELL_MAX,
+    show_default=True,
     help="Data-independent cap on the margin search (open universe).",
 )
 @click.option("--seed", type=int, default=None, help="Reproducible, NOT private run (for tests).")
-@click.option("-o", "--output", default=None, help="Write the result here (atomically) instead of stdout.")
+@click.option(
+    "-o", "--output", default=None, help="Write the result here (atomically) instead of stdout."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def mine(
-    input_path: str, eps: str, delta: str, size: int, fmt: str, sep: str | None,
-    record_col: str | None, item_col: str | None, max_record_items: int | None,
-    universe_items: str | None, mechanism: str, neighbours: str, ell_max: int,
-    seed: int | None, output: str | None, quiet: bool, verbose: bool, debug: bool,
+    input_path: str,
+    eps: str,
+    delta: str,
+    size: int,
+    fmt: str,
+    sep: str | None,
+    record_col: str | None,
+    item_col: str | None,
+    max_record_items: int | None,
+    universe_items: str | None,
+    mechanism: str,
+    neighbours: str,
+    ell_max: int,
+    seed: int | None,
+    output: str | None,
+    quiet: bool,
+    verbose: bool,
+    debug: bool,
 ) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
 
@@ -95,10 +129,22 @@ def mine(
     check_output_path(output)
     diag = Diagnostics()
     result = mine_file(
-        input_path, fmt=fmt, sep=sep, record_col=record_col, item_col=item_col,
-        max_record_items=max_record_items, universe_items=universe_items, size=size,
-        eps=eps, delta=delta, mechanism=mechanism, neighbours=neighbours, ell_max=ell_max,
-        seed=seed, progress=not quiet and sys.stderr.isatty(), diagnostics=diag,
+        input_path,
+        fmt=fmt,
+        sep=sep,
+        record_col=record_col,
+        item_col=item_col,
+        max_record_items=max_record_items,
+        universe_items=universe_items,
+        size=size,
+        eps=eps,
+        delta=delta,
+        mechanism=mechanism,
+        neighbours=neighbours,
+        ell_max=ell_max,
+        seed=seed,
+        progress=not quiet and sys.stderr.isatty(),
+        diagnostics=diag,
     )
     for warning in diag.warnings:
         _say(f"warning ({CURATOR}): {warning}")
@@ -151,7 +197,7 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into one line
+    except Exception as exc:
         if debug:
             traceback.print_exc()
         _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")

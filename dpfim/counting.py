@@ -59,7 +59,7 @@ class SupportIndex:
     def support(self, itemset: Sequence[int]) -> int:
         """The exact support of one itemset (item ids), by intersecting record lists."""
         if self._csc is None:
-            self._csc = self._matrix(np.arange(self._n_items)).tocsc()
+            self._csc = self._matrix(np.arange(self._n_items), min_items=1).tocsc()
         csc = self._csc
         rows: np.ndarray | None = None
         for item in itemset:
@@ -92,9 +92,9 @@ class SupportIndex:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
         return np.concatenate(parts_c), np.concatenate(parts_i).astype(np.int32)
 
-    def _matrix(self, columns: np.ndarray) -> sparse.csr_matrix:
+    def _matrix(self, columns: np.ndarray, min_items: int | None = None) -> sparse.csr_matrix:
         """The records restricted to `columns` (item ids, ascending) as a 0/1 CSR matrix,
-        keeping only records with at least r of those items."""
+        keeping only records with at least `min_items` (default r) of those items."""
         remap = np.full(self._n_items, -1, dtype=np.int64)
         remap[columns] = np.arange(len(columns))
         cols = remap[self._indices]
@@ -102,7 +102,8 @@ class SupportIndex:
         keep = cols >= 0
         cols, row_of = cols[keep], row_of[keep]
         per_row = np.bincount(row_of, minlength=self.n)
-        useful = per_row >= self.size  # a shorter record holds no r-itemset of these items
+        # A shorter record holds no r-itemset of these items.
+        useful = per_row >= (self.size if min_items is None else min_items)
         sel = useful[row_of]
         cols, row_of = cols[sel], row_of[sel]
         _, row_ids = np.unique(row_of, return_inverse=True)

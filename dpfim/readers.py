@@ -88,6 +88,17 @@ def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -
     return decided
 
 
+def check_source(src: str) -> None:
+    """Fail early, as a usage error, on a path that cannot be read as a file."""
+    if src == "-":
+        return
+    path = Path(src)
+    if path.is_dir():
+        raise ParameterError(f"{src}: is a directory, not a file")
+    if not path.exists():
+        raise ParameterError(f"{src}: no such file")
+
+
 def read_universe(path: str) -> list[str]:
     """A declared vocabulary: one item a line, trimmed, blank lines ignored, deduplicated."""
     text = _decode(_read_bytes(path, None), path)
@@ -109,7 +120,10 @@ def read_records(
 ) -> Records:
     """Read a transaction file (or "-" for stdin) into Records."""
     src = os.fspath(source)
-    fmt = resolve_format(src, fmt, long_columns_given=record_col is not None or item_col is not None)
+    check_source(src)
+    fmt = resolve_format(
+        src, fmt, long_columns_given=record_col is not None or item_col is not None
+    )
     name = "<stdin>" if src == "-" else src
     if sep is None:
         sep = "\t" if _plain_name(src).endswith(".tsv") else ","
@@ -122,7 +136,7 @@ def read_records(
         if record_col is None or item_col is None:
             raise ParameterError("--format long needs --record-col and --item-col")
         parquet = _plain_name(src).endswith(".parquet")
-        rows: Iterable[list[str]] = _long(data, name, record_col, item_col, sep, parquet)
+        rows: Iterable[list[str]] | None = _long(data, name, record_col, item_col, sep, parquet)
     elif fmt == "fimi":
         rows = None
         tokens, row_of, n = _fimi(_decode(data, name), name)
@@ -295,8 +309,10 @@ def _long(
         try:
             frame = pd.read_parquet(io.BytesIO(data))
         except ImportError:
-            raise ParameterError("reading Parquet needs pyarrow: pip install 'dpfim[parquet]'") from None
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
+            raise ParameterError(
+                "reading Parquet needs pyarrow: pip install 'dpfim[parquet]'"
+            ) from None
+        except Exception as exc:
             raise InputError(f"{name}: not a readable Parquet file ({exc})") from None
     else:
         text = _decode(data, name)

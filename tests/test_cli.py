@@ -59,8 +59,16 @@ def test_mine_prints_one_json_result(tmp_path: Path) -> None:
 
 def test_result_carries_no_exact_function_of_the_data(tmp_path: Path) -> None:
     code, out, _ = run(
-        ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6",
-         "--neighbours", "add-remove"]
+        [
+            "mine",
+            str(pairs_file(tmp_path)),
+            "--eps",
+            "1",
+            "--delta",
+            "1e-6",
+            "--neighbours",
+            "add-remove",
+        ]
     )
     assert code == 0
     result = json.loads(out)
@@ -156,9 +164,19 @@ def _one_line_error(code: int, out: str, err: str, expected_code: int) -> None:
 @pytest.mark.parametrize(
     "extra",
     [
-        ["--eps", "0"], ["--eps", "-1"], ["--eps", "nan"], ["--eps", "inf"], ["--eps", "abc"],
-        ["--delta", "0"], ["--delta", "1"], ["--delta", "1.5"], ["--delta", "-1e-6"],
-        ["--size", "0"], ["--size", "6"], ["--bogus"], ["--max-record-items", "1"],
+        ["--eps", "0"],
+        ["--eps", "-1"],
+        ["--eps", "nan"],
+        ["--eps", "inf"],
+        ["--eps", "abc"],
+        ["--delta", "0"],
+        ["--delta", "1"],
+        ["--delta", "1.5"],
+        ["--delta", "-1e-6"],
+        ["--size", "0"],
+        ["--size", "6"],
+        ["--bogus"],
+        ["--max-record-items", "1"],
     ],
 )
 def test_bad_parameters_are_usage_errors(tmp_path: Path, extra: list[str]) -> None:
@@ -207,8 +225,18 @@ def test_long_format_missing_columns_is_a_data_error(tmp_path: Path) -> None:
     path = tmp_path / "long.csv"
     path.write_text("customer,product\n1,a\n1,b\n")
     code, out, err = run(
-        ["mine", str(path), "--record-col", "customer_id", "--item-col", "item",
-         "--eps", "1", "--delta", "1e-6"]
+        [
+            "mine",
+            str(path),
+            "--record-col",
+            "customer_id",
+            "--item-col",
+            "item",
+            "--eps",
+            "1",
+            "--delta",
+            "1e-6",
+        ]
     )
     _one_line_error(code, out, err, 3)
     assert "customer_id" in err
@@ -237,8 +265,16 @@ def test_failed_run_leaves_no_output_file(tmp_path: Path) -> None:
 
 
 def test_output_into_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
-    args = ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6",
-            "-o", str(tmp_path / "no" / "out.json")]
+    args = [
+        "mine",
+        str(pairs_file(tmp_path)),
+        "--eps",
+        "1",
+        "--delta",
+        "1e-6",
+        "-o",
+        str(tmp_path / "no" / "out.json"),
+    ]
     _one_line_error(*run(args), 2)
 
 
@@ -248,9 +284,7 @@ def test_help_has_examples() -> None:
 
 
 def test_verbose_diagnostics_are_labelled_and_on_stderr(tmp_path: Path) -> None:
-    code, out, err = run(
-        ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6", "-v"]
-    )
+    code, out, err = run(["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6", "-v"])
     assert code == 0
     assert "curator-only, not private" in err
     assert "curator" not in out
@@ -264,8 +298,18 @@ def test_universe_items_names_a_zero_count_pick(tmp_path: Path) -> None:
     seen = set()
     for seed in range(40):
         code, out, err = run(
-            ["mine", str(data), "--universe-items", str(vocab), "--eps", "1",
-             "--delta", "1e-6", "--seed", str(seed)]
+            [
+                "mine",
+                str(data),
+                "--universe-items",
+                str(vocab),
+                "--eps",
+                "1",
+                "--delta",
+                "1e-6",
+                "--seed",
+                str(seed),
+            ]
         )
         assert code == 0, err
         result = json.loads(out)
@@ -277,9 +321,21 @@ def test_universe_items_names_a_zero_count_pick(tmp_path: Path) -> None:
 
 def test_console_script_runs_as_a_module(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "dpfim", "mine", str(pairs_file(tmp_path)), "--eps", "1",
-         "--delta", "1e-6", "--quiet"],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "dpfim",
+            "mine",
+            str(pairs_file(tmp_path)),
+            "--eps",
+            "1",
+            "--delta",
+            "1e-6",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["itemset"] == ["bread", "milk"]

@@ -72,8 +72,9 @@ def test_ell_max_caps_the_search() -> None:
 def test_declared_universe_ends_the_search_at_k() -> None:
     # K = 6 candidates, all counts tiny: no rank below K passes, so l = K and the selection
     # is the exponential mechanism over the whole universe (zero-count picks included).
-    out = [lmm.run(VectorCounts([3, 2]), SPLIT, seeded_source(s), universe_size=6)
-           for s in range(300)]
+    out = [
+        lmm.run(VectorCounts([3, 2]), SPLIT, seeded_source(s), universe_size=6) for s in range(300)
+    ]
     assert all(o.ell == 6 for o in out)
     zero = sum(o.zero_pick for o in out)
     # Weights exp(c/6): P(zero-count pick) = 4 / (e^0.5 + e^(1/3) + 4) ~ 0.549.

@@ -123,9 +123,9 @@ def _walk(
         if iv.certainly_less(new_sum, e):
             lam_sum, ell = new_sum, end + 1
             n_runs += 1
-            if (c == 0 or n_runs % _CHECK_EVERY == 0) and ell <= last_rank:
-                if _tail_below(ell, base, lam_sum, e, split, hz):
-                    return 0
+            check = c == 0 or n_runs % _CHECK_EVERY == 0
+            if check and ell <= last_rank and _tail_below(ell, base, lam_sum, e, split, hz):
+                return 0
             continue
         if not iv.certainly_at_most(e, new_sum):
             return _UNDECIDED

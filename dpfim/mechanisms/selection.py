@@ -43,9 +43,7 @@ def expected_rounds(values: np.ndarray, mult: np.ndarray, alpha_a: Fraction) -> 
     return math.inf if weight == 0 else float(mult.sum()) / weight
 
 
-def select_count(
-    counts: np.ndarray, ell: int, alpha_a: Fraction, rng: RandomSource
-) -> int:
+def select_count(counts: np.ndarray, ell: int, alpha_a: Fraction, rng: RandomSource) -> int:
     """The count of the selected candidate (0: a zero-count candidate)."""
     values, mult = groups(counts, ell)
     if expected_rounds(values, mult, alpha_a) <= MAX_EXPECTED_ROUNDS:

@@ -116,9 +116,9 @@ def threshold(ell: int, split: Split) -> int:
     return math.floor(t * (1 + _NUDGE) + _NUDGE)
 
 
-def threshold_runs(split: Split, start: int = 1, stop: int | None = None) -> Iterator[
-    tuple[int, int, int]
-]:
+def threshold_runs(
+    split: Split, start: int = 1, stop: int | None = None
+) -> Iterator[tuple[int, int, int]]:
     """Yield (first, last, T) for consecutive rank ranges sharing one integer threshold.
 
     The partition depends on (eps, delta) only. Each range uses T(last), which is >= tau(l) for

@@ -76,12 +76,12 @@ def intersect(a: Interval, b: Interval) -> Interval:
 
 def certainly_less(a: Interval, b: Interval) -> bool:
     """True only if every point of a is < every point of b."""
-    return mpf_cmp(a[1], b[0]) < 0
+    return bool(mpf_cmp(a[1], b[0]) < 0)
 
 
 def certainly_at_most(a: Interval, b: Interval) -> bool:
     """True only if every point of a is <= every point of b."""
-    return mpf_cmp(a[1], b[0]) <= 0
+    return bool(mpf_cmp(a[1], b[0]) <= 0)
 
 
 def ceil_if_certain(a: Interval) -> int | None:

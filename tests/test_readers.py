@@ -1,0 +1,218 @@
+"""Readers: every format, compression by magic bytes, record-local parsing, truncation, errors."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dpfim.errors import InputError, ParameterError
+from dpfim.readers import Records, read_records, read_universe, resolve_format, truncate
+from dpfim.samplers.rng import seeded_source
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def as_sets(records: Records) -> list[set[str]]:
+    return [
+        {records.items[i] for i in records.indices[records.indptr[k] : records.indptr[k + 1]]}
+        for k in range(records.n)
+    ]
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+def test_basket_trims_dedupes_and_keeps_blank_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.csv", "milk, bread ,milk\n\n  \neggs,,\r\n")
+    assert as_sets(read_records(path)) == [{"milk", "bread"}, set(), set(), {"eggs"}]
+
+
+def test_basket_honours_quoting_within_a_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.csv", '"cheese, sliced",milk\n"a ""b""",c\n')
+    assert as_sets(read_records(path)) == [{"cheese, sliced", "milk"}, {'a "b"', "c"}]
+
+
+def test_a_quote_never_spans_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.csv", 'milk,"open\nclosed",bread\n')
+    with pytest.raises(InputError, match=r"b\.csv:1"):
+        read_records(path)
+
+
+def test_tsv_basket_uses_tabs(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.tsv", "a\tb,c\n")
+    assert as_sets(read_records(path)) == [{"a", "b,c"}]
+
+
+def test_fimi(tmp_path: Path) -> None:
+    path = write(tmp_path, "f.dat", "1 2 3 \n\n3  4 4\n5")
+    assert as_sets(read_records(path)) == [{"1", "2", "3"}, set(), {"3", "4"}, {"5"}]
+
+
+def test_jsonl(tmp_path: Path) -> None:
+    path = write(tmp_path, "j.jsonl", '["a", " b", 3]\n\n[]\n["a", "a"]\n')
+    assert as_sets(read_records(path)) == [{"a", "b", "3"}, set(), set(), {"a"}]
+
+
+def test_long_csv_groups_by_record_id(tmp_path: Path) -> None:
+    path = write(tmp_path, "l.csv", "cid,item,x\n1,a,z\n2,b,z\n1,b,z\n1,a,z\n3,,z\n")
+    records = read_records(path, record_col="cid", item_col="item")
+    assert as_sets(records) == [{"a", "b"}, {"b"}, set()]
+
+
+def test_long_parquet(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "l.parquet"
+    pd.DataFrame({"cid": [1, 1, 2], "item": ["a", "b", "a"]}).to_parquet(path)
+    records = read_records(path, record_col="cid", item_col="item")
+    assert as_sets(records) == [{"a", "b"}, {"a"}]
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_compression_is_detected_by_magic_bytes(tmp_path: Path, compress: object) -> None:
+    packed = compress(b"a,b\nc\n")  # type: ignore[operator]
+    for name in ("x.csv", "x.csv.gz"):  # the name does not matter
+        assert as_sets(read_records(write(tmp_path, name, packed))) == [{"a", "b"}, {"c"}]
+
+
+def test_a_gz_name_on_plain_data_is_read_as_plain(tmp_path: Path) -> None:
+    assert as_sets(read_records(write(tmp_path, "x.csv.gz", "a,b\n"))) == [{"a", "b"}]
+
+
+def test_damaged_compressed_data_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="damaged gzip"):
+        packed = gzip.compress("".join(f"item{k},other{k * 7}\n" for k in range(5000)).encode())
+        read_records(write(tmp_path, "x.csv", packed[: len(packed) // 2]))
+
+
+def test_stdin(tmp_path: Path) -> None:
+    records = read_records("-", fmt="jsonl", stdin=io.BytesIO(b'["x","y"]\n'))
+    assert as_sets(records) == [{"x", "y"}]
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "cols", "expected"),
+    [
+        ("a.dat", "auto", False, "fimi"),
+        ("a.dat.gz", "auto", False, "fimi"),
+        ("a.csv", "auto", False, "basket"),
+        ("a.csv", "auto", True, "long"),
+        ("a.jsonl.xz", "auto", False, "jsonl"),
+        ("a.parquet", "auto", False, "long"),
+        ("a.xyz", "fimi", False, "fimi"),
+    ],
+)
+def test_format_from_extension_only(name: str, fmt: str, cols: bool, expected: str) -> None:
+    assert resolve_format(name, fmt, long_columns_given=cols) == expected
+
+
+@pytest.mark.parametrize("name", ["a.xyz", "noext", "-"])
+def test_undecidable_format_is_a_usage_error(name: str) -> None:
+    with pytest.raises(ParameterError, match="--format"):
+        resolve_format(name, "auto")
+
+
+def test_universe_filters_items_and_fixes_the_vocabulary(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.csv", "a,b,z\nz\n")
+    records = read_records(path, universe=["b", "a", "c", "a"])
+    assert records.items == ["b", "a", "c"]
+    assert as_sets(records) == [{"a", "b"}, set()]
+    vocab = write(tmp_path, "v.txt", " b\n\na\nb\n")
+    assert read_universe(str(vocab)) == ["b", "a"]
+
+
+def test_truncation_keeps_exactly_b_items_uniformly(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.csv", "a,b,c,d,e\nx,y\n" * 2000)
+    records = read_records(path, max_record_items=2, rng=seeded_source(1))
+    sets = as_sets(records)
+    assert all(len(s) == 2 for s in sets)
+    assert all(s == {"x", "y"} for s in sets[1::2])
+    kept = Counter(item for s in sets[::2] for item in s)
+    # each of the 5 items is kept with probability 2/5: 800 expected of 2000; 5 sigma ~ 110
+    assert all(abs(kept[i] - 800) < 110 for i in "abcde")
+    again = read_records(path, max_record_items=2, rng=seeded_source(1))
+    assert as_sets(again) == sets
+
+
+def test_truncate_leaves_short_records_alone() -> None:
+    from dpfim.readers import from_transactions
+
+    records = from_transactions([["a", "b"], ["c"]])
+    assert truncate(records, 2, seeded_source(1)) is records
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "where"),
+    [
+        ("g.csv", bytes(range(256)), "g.csv:2"),  # byte 10 is a newline
+        ("u.csv", b"ok\ncaf\xe9\n", "u.csv:2"),
+        ("n.csv", b"a\x00b\n", "n.csv:1"),
+        ("f.dat", b"1 2\n3 x4\n", "f.dat:2"),
+        ("j.jsonl", b'["a"]\n{"a": 1}\n', "j.jsonl:2"),
+        ("k.jsonl", b'["a"]\n[1, [2]]\n', "k.jsonl:2"),
+        ("m.jsonl", b'["a"\n', "m.jsonl:1"),
+    ],
+)
+def test_parse_errors_name_file_and_line(
+    tmp_path: Path, name: str, content: bytes, where: str
+) -> None:
+    with pytest.raises(InputError, match=where.replace(".", r"\.")):
+        read_records(write(tmp_path, name, content))
+
+
+def test_long_format_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, "l.csv", "a,b\n1,2\n")
+    with pytest.raises(InputError, match="no column 'cid'"):
+        read_records(path, record_col="cid", item_col="b")
+    with pytest.raises(ParameterError):
+        read_records(path, fmt="long")
+    with pytest.raises(InputError):
+        read_records(write(tmp_path, "e.csv", ""), record_col="a", item_col="b")
+
+
+def test_unreadable_paths_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="no such file"):
+        read_records(tmp_path / "missing.csv")
+    with pytest.raises(ParameterError, match="directory"):
+        read_records(tmp_path)
+
+
+def test_a_10_mb_line_is_one_record(tmp_path: Path) -> None:
+    path = write(tmp_path, "big.csv", ",".join(f"i{k}" for k in range(1_500_000)) + "\n")
+    records = read_records(path)
+    assert records.n == 1 and len(records.indices) == 1_500_000
+
+
+def test_groceries_items_round_trip() -> None:
+    path = SHARED / "groceries.csv"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    naive = [
+        {item.strip() for item in line.split(",") if item.strip()}
+        for line in path.read_text().splitlines()
+    ]
+    assert as_sets(read_records(path)) == naive
+    items = set(read_records(path).items)
+    assert "cream cheese" in items and "rolls/buns" in items and "cream cheese " not in items
+
+
+def test_jsonl_sample_matches_basket_sample() -> None:
+    here = Path(__file__).resolve().parent.parent / "sample_data"
+    basket = as_sets(read_records(here / "groceries_sample.csv"))
+    assert as_sets(read_records(here / "groceries_sample.jsonl")) == basket
+    long = read_records(
+        here / "groceries_sample_long.csv", record_col="customer_id", item_col="item"
+    )
+    assert as_sets(long) == [s for s in basket if s]  # long format has no empty baskets
+    first = json.loads((here / "groceries_sample.jsonl").read_text().splitlines()[0])
+    assert basket[0] == set(first)
