@@ -137,19 +137,19 @@ def read_records(
             raise ParameterError("--format long needs --record-col and --item-col")
         parquet = _plain_name(src).endswith(".parquet")
         rows: Iterable[list[str]] | None = _long(data, name, record_col, item_col, sep, parquet)
-    elif fmt == "fimi":
-        rows = None
-        tokens, row_of, n = _fimi(_decode(data, name), name)
+    elif fmt == "fimi" and universe is None and (fast := _fimi(data, name)) is not None:
+        rows, records = None, fast
     else:
         lines = _lines(_decode(data, name))
         if progress:
             from tqdm import tqdm
 
             lines = tqdm(lines, desc="reading", unit=" rec", file=sys.stderr, leave=False)
-        rows = {"basket": _basket, "jsonl": _jsonl}[fmt](lines, name, sep)
+        parse = {"basket": _basket, "jsonl": _jsonl, "fimi": _fimi_lines}[fmt]
+        rows = parse(lines, name, sep)
     if rows is not None:
         tokens, row_of, n = _flatten(rows)
-    records = _build(tokens, row_of, n, universe)
+        records = _build(tokens, row_of, n, universe)
     if max_record_items is not None:
         records = truncate(records, max_record_items, rng or system_source())
     return records
@@ -260,21 +260,50 @@ def _basket(lines: Iterable[str], name: str, sep: str) -> Iterator[list[str]]:
         yield [f.strip() for f in fields]
 
 
-def _fimi(text: str, name: str) -> tuple[list[str], np.ndarray, int]:
-    """FIMI lines, vectorised: (all tokens in order, the record of each token, n)."""
-    lines = _lines(text)
-    if not _FIMI_LINE.fullmatch(" ".join(lines)):  # one C-level check; find the line if it fails
-        for number, line in enumerate(lines, 1):
-            if not _FIMI_LINE.fullmatch(line):
-                bad = next(t for t in line.split() if not (t.isascii() and t.isdigit()))
-                raise InputError(
-                    f"{name}:{number}: FIMI items are non-negative integers, got {bad[:40]!r}"
-                )
-    raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    digit = (raw >= ord("0")) & (raw <= ord("9"))
-    starts = np.flatnonzero(digit & ~np.concatenate(([False], digit[:-1])))
-    newline_before = np.cumsum(raw == ord("\n")) - (raw == ord("\n"))
-    return text.split(), newline_before[starts].astype(np.int64), len(lines)
+def _fimi(data: bytes, name: str) -> Records | None:
+    """FIMI lines parsed with numpy on the raw bytes; None when the fast path does not apply
+    (a token of 18+ digits, or any byte outside digits and white space) — then the caller
+    falls back to the line-by-line parser, which also names a bad line."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if data.endswith(b"\n"):
+        raw = raw[:-1]
+    digit = (raw >= 48) & (raw <= 57)
+    space = (raw == 32) | (raw == 9) | (raw == 13) | (raw == 11) | (raw == 12)
+    newline = raw == 10
+    if not (digit | space | newline).all():
+        return None
+    n = int(newline.sum()) + 1 if len(data) else 0
+    prev = np.concatenate(([False], digit[:-1]))
+    nxt = np.concatenate((digit[1:], [False]))
+    starts = np.flatnonzero(digit & ~prev)
+    ends = np.flatnonzero(digit & ~nxt)  # inclusive
+    width = ends - starts + 1
+    if len(width) and width.max() > 17:
+        return None
+    # value of each token: sum of digit * 10^(distance to the token's end); the digits of
+    # token k are exactly the positions starts[k]..ends[k]
+    pos = np.flatnonzero(digit)
+    power = np.repeat(ends, width) - pos
+    group = np.concatenate(([0], np.cumsum(width)[:-1])) if len(width) else width
+    values = np.add.reduceat((raw[pos] - 48).astype(np.int64) * 10**power, group)
+    # (width, value) identifies the token text exactly, leading zeros included
+    keys = values * 32 + width
+    uniq, ids = np.unique(keys, return_inverse=True)
+    items = [str(v).zfill(w) for v, w in zip((uniq // 32).tolist(), (uniq % 32).tolist())]
+    row_of = np.searchsorted(np.flatnonzero(newline), starts)
+    return _assemble(items, ids.astype(np.int64), row_of.astype(np.int64), n)
+
+
+def _fimi_lines(lines: Sequence[str], name: str, sep: str) -> list[list[str]]:
+    """The line-by-line FIMI parser: slower, names the first bad line."""
+    del sep  # FIMI files are separated by white space
+    for number, line in enumerate(lines, 1):
+        if not _FIMI_LINE.fullmatch(line):
+            bad = next(t for t in line.split() if not (t.isascii() and t.isdigit()))
+            raise InputError(
+                f"{name}:{number}: FIMI items are non-negative integers, got {bad[:40]!r}"
+            )
+    return [line.split() for line in lines]
 
 
 def _jsonl(lines: Iterable[str], name: str, sep: str) -> Iterator[list[str]]:
@@ -372,6 +401,11 @@ def _build(
         items = [item for item in vocab if item]
         lookup = map(vocab.__getitem__, tokens)
     ids = np.fromiter(lookup, dtype=np.int64, count=len(tokens))
+    return _assemble(items, ids, row_of, n)
+
+
+def _assemble(items: list[str], ids: np.ndarray, row_of: np.ndarray, n: int) -> Records:
+    """CSR from (item id, record) pairs: ids < 0 dropped, each record sorted and deduplicated."""
     keep = ids >= 0
     key = np.sort(row_of[keep] * max(len(items), 1) + ids[keep])  # by record, then item id
     if len(key):
