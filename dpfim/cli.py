@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from dpfim import __version__
-from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, mine_file
-from dpfim.errors import DpfimError
+from dpfim import ledger as ledger_mod
+from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
+from dpfim.errors import DpfimError, ParameterError
 from dpfim.mechanisms.thresholds import paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
 from dpfim.readers import FORMATS
@@ -88,36 +93,32 @@ def cli() -> None:
 )
 @click.option("--seed", type=int, default=None, help="Reproducible, NOT private run (for tests).")
 @click.option(
+    "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
+)
+@click.option(
+    "--dataset", default=None, help="Data set name in the ledger [default: INPUT as given]."
+)
+@click.option(
+    "--budget-eps", default=None, help="Total epsilon budget of the data set (first run)."
+)
+@click.option(
+    "--budget-delta", default=None, help="Total delta budget of the data set (first run)."
+)
+@click.option("--raise-budget", is_flag=True, help="Change a data set's stored budget (recorded).")
+@click.option("--note", default=None, help="A note stored with the ledger entry.")
+@click.option(
     "-o", "--output", default=None, help="Write the result here (atomically) instead of stdout."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
-def mine(
-    input_path: str,
-    eps: str,
-    delta: str,
-    size: int,
-    fmt: str,
-    sep: str | None,
-    record_col: str | None,
-    item_col: str | None,
-    max_record_items: int | None,
-    universe_items: str | None,
-    mechanism: str,
-    neighbours: str,
-    ell_max: int,
-    seed: int | None,
-    output: str | None,
-    quiet: bool,
-    verbose: bool,
-    debug: bool,
-) -> None:
+def mine(input_path: str, **opt: Any) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
 
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
-    Exit codes: 0 result written, 2 usage error, 3 data error.
+    Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
+    4 budget exhausted, 5 ledger not writable.
 
     \b
     Examples:
@@ -126,33 +127,146 @@ def mine(
       zcat orders.csv.gz | dpfim mine - --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6
     """
-    check_output_path(output)
+    check_output_path(opt["output"])
+    reserve = _ledger_hook(
+        opt["ledger"],
+        opt["dataset"] or input_path,
+        opt["budget_eps"],
+        opt["budget_delta"],
+        opt["raise_budget"],
+        opt["note"],
+        opt["seed"],
+        opt["mechanism"],
+    )
+    library_options = (
+        "fmt",
+        "sep",
+        "record_col",
+        "item_col",
+        "max_record_items",
+        "universe_items",
+        "size",
+        "eps",
+        "delta",
+        "mechanism",
+        "neighbours",
+        "ell_max",
+        "seed",
+    )
     diag = Diagnostics()
     result = mine_file(
         input_path,
-        fmt=fmt,
-        sep=sep,
-        record_col=record_col,
-        item_col=item_col,
-        max_record_items=max_record_items,
-        universe_items=universe_items,
-        size=size,
-        eps=eps,
-        delta=delta,
-        mechanism=mechanism,
-        neighbours=neighbours,
-        ell_max=ell_max,
-        seed=seed,
-        progress=not quiet and sys.stderr.isatty(),
+        **{k: opt[k] for k in library_options},
+        progress=not opt["quiet"] and sys.stderr.isatty(),
         diagnostics=diag,
+        reserve=reserve,
     )
     for warning in diag.warnings:
         _say(f"warning ({CURATOR}): {warning}")
-    if verbose:
+    if opt["verbose"]:
         _report(diag)
-    write(result, output)
-    if result["itemset"] is None and not quiet:
-        _say(_none_hint(eps, delta, size))
+    write(result, opt["output"])
+    if result["itemset"] is None and not opt["quiet"]:
+        _say(_none_hint(opt["eps"], opt["delta"], opt["size"]))
+
+
+def _ledger_hook(
+    path: str | None,
+    dataset: str,
+    budget_eps: str | None,
+    budget_delta: str | None,
+    raise_budget: bool,
+    note: str | None,
+    seed: int | None,
+    mechanism: str,
+) -> Callable[[Options], None] | None:
+    """The reservation the library calls before the mechanism runs, or None without --ledger."""
+    if path is None:
+        if budget_eps or budget_delta or raise_budget or note:
+            raise ParameterError(
+                "--budget-eps, --budget-delta, --raise-budget and --note need --ledger"
+            )
+        return None
+    if seed is not None:
+        raise ParameterError("--seed runs are not private and cannot be spent from a --ledger")
+    if (budget_eps is None) != (budget_delta is None):
+        raise ParameterError("give --budget-eps and --budget-delta together")
+    b_eps = None if budget_eps is None else check_eps(budget_eps)
+    b_delta = None if budget_delta is None else check_delta(budget_delta)
+
+    def reserve(opts: Options) -> None:
+        ledger_mod.reserve(
+            ledger_mod.Spend(
+                path=path,
+                dataset=dataset,
+                eps=opts.eps,
+                delta=opts.delta,
+                mechanism=mechanism,
+                command=["dpfim", *sys.argv[1:]],
+                budget_eps=b_eps,
+                budget_delta=b_delta,
+                raise_budget=raise_budget,
+                note=note,
+            )
+        )
+        pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md
+        if pause:
+            time.sleep(float(pause))
+
+    return reserve
+
+
+@cli.group()
+def ledger() -> None:
+    """Inspect a persistent privacy ledger (see docs/ledger.md)."""
+
+
+@ledger.command("verify")
+@click.argument("path")
+def ledger_verify(path: str) -> None:
+    """Check the hash chain of PATH; report the first broken or truncated line (exit 3).
+
+    \b
+    Example:
+      dpfim ledger verify /var/lib/dpfim/ledger.jsonl
+    """
+    lines = ledger_mod.verify(path)
+    click.echo(f"{path}: ok, {lines} entries, hash chain intact")
+
+
+@ledger.command("show")
+@click.argument("path")
+@click.option("--dataset", default=None, help="Only this data set.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
+    """Runs, spent and remaining budget per data set in PATH.
+
+    \b
+    Example:
+      dpfim ledger show ledger.jsonl --dataset orders
+    """
+    states = ledger_mod.load(path)
+    if dataset is not None:
+        states = {k: v for k, v in states.items() if k == dataset}
+    rows: dict[str, dict[str, Any]] = {
+        name: {
+            "runs": st.runs,
+            "budget": {"eps": str(st.budget_eps), "delta": str(st.budget_delta)},
+            "spent": {"eps": str(st.spent_eps), "delta": str(st.spent_delta)},
+            "remaining": {"eps": str(st.remaining_eps), "delta": str(st.remaining_delta)},
+        }
+        for name, st in states.items()
+    }
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for name, row in rows.items():
+        click.echo(
+            f"{name}: {row['runs']} runs; spent eps={row['spent']['eps']} "
+            f"delta={row['spent']['delta']} of eps={row['budget']['eps']} "
+            f"delta={row['budget']['delta']}; remaining eps={row['remaining']['eps']} "
+            f"delta={row['remaining']['delta']}"
+        )
 
 
 def _report(diag: Diagnostics) -> None:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+
 from dpfim.readers import Records
 
 

@@ -4,6 +4,7 @@ Exit codes (documented in docs/cli.md):
   2  usage error: a bad option value, an option conflict, an unreadable path
   3  data error: input that does not parse, a damaged ledger
   4  budget exhausted: the persistent ledger refuses the run
+  5  the persistent ledger cannot be written (ledger.LedgerWriteError)
 """
 
 from __future__ import annotations
