@@ -289,7 +289,9 @@ def _fimi(data: bytes, name: str) -> Records | None:
     # (width, value) identifies the token text exactly, leading zeros included
     keys = values * 32 + width
     uniq, ids = np.unique(keys, return_inverse=True)
-    items = [str(v).zfill(w) for v, w in zip((uniq // 32).tolist(), (uniq % 32).tolist())]
+    items = [
+        str(v).zfill(w) for v, w in zip((uniq // 32).tolist(), (uniq % 32).tolist(), strict=True)
+    ]
     row_of = np.searchsorted(np.flatnonzero(newline), starts)
     return _assemble(items, ids.astype(np.int64), row_of.astype(np.int64), n)
 

@@ -111,7 +111,7 @@ def test_threshold_runs_far_out_cover_random_ranks() -> None:
             break
     rng = random.Random(2)
     for ell in (rng.randrange(1, 2**40) for _ in range(300)):
-        first, last, t = next(r for r in runs if r[0] <= ell <= r[1])
+        _, _, t = next(r for r in runs if r[0] <= ell <= r[1])
         assert t >= threshold(ell, split)
     # the runs depend on (eps, delta) only: the cached and uncached computations agree
     assert runs[:50] == list(threshold_runs(split, 1, runs[49][1]))
