@@ -172,12 +172,12 @@ def main() -> None:
                     [sys.executable, "-c", MLXTEND, str(path), str(r), str(s)],
                     timeout=args.mlxtend_timeout,
                 )
-                ml_wall = (
-                    None
-                    if ml.get("timeout") or ml.get("rc")
-                    else json.loads(str(ml["out"]))["wall"]
-                )
-                rows.append((name, r, eps, ell, wall, rss, floor, s, ml_wall))
+                # in-process: encoding + fpgrowth after pandas/mlxtend are imported;
+                # whole: the process, as dpfim is measured (interpreter, imports included)
+                failed = ml.get("timeout") or ml.get("rc")
+                ml_inner = None if failed else float(json.loads(str(ml["out"]))["wall"])
+                ml_wall = None if failed else float(ml["wall"])  # type: ignore[arg-type]
+                rows.append((name, r, eps, ell, wall, rss, floor, s, ml_inner, ml_wall))
                 shown = "timeout" if ml_wall is None else f"{ml_wall:.2f}"
                 print(
                     f"{name} r={r} eps={eps} ell={ell}: dpfim {wall:.2f}s {rss:.0f}MiB, "
@@ -187,17 +187,20 @@ def main() -> None:
 
     lines = [
         "| data set | r | ε | ℓ (seed 0) | dpfim wall (s) | peak RSS (MiB) | floor (s) | "
-        "dpfim / floor | mlxtend support ≥ | mlxtend (s) | mlxtend / dpfim |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "dpfim / floor | mlxtend support ≥ | mlxtend in-process (s) | mlxtend process (s) | "
+        "mlxtend process / dpfim |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r, eps, ell, wall, rss, floor, s, ml_wall in rows:
-        ml = f"> {args.mlxtend_timeout:.0f}" if ml_wall is None else f"{ml_wall:.2f}"
+    for name, r, eps, ell, wall, rss, floor, s, ml_inner, ml_wall in rows:
+        limit = f"> {args.mlxtend_timeout:.0f}"
+        inner = limit if ml_inner is None else f"{ml_inner:.2f}"
+        ml = limit if ml_wall is None else f"{ml_wall:.2f}"
         ratio = (
             f"> {args.mlxtend_timeout / wall:.0f}×" if ml_wall is None else f"{ml_wall / wall:.1f}×"
         )
         lines.append(
             f"| {name} | {r} | {eps} | {ell} | {wall:.2f} | {rss:.0f} | {floor:.2f} | "
-            f"{wall / floor:.1f}× | {s} | {ml} | {ratio} |"
+            f"{wall / floor:.1f}× | {s} | {inner} | {ml} | {ratio} |"
         )
     table = "\n".join(lines)
     print(table)
@@ -208,11 +211,12 @@ def main() -> None:
             "Wall time and peak RSS are of the whole `python -m dpfim mine ... --quiet` process "
             f"(median / max of {args.runs} seeded runs), including interpreter start-up and "
             "imports. The floor is a fresh Python process that reads the file and splits every "
-            "line into a set. mlxtend is a whole process too (interpreter, pandas and mlxtend "
-            "imports, reading, sparse one-hot encoding, fpgrowth) at the "
+            "line into a set. mlxtend runs fpgrowth (reading and sparse one-hot encoding "
+            "included) at the "
             "support of rank ℓ+1, which yields the same top-ℓ itemsets dpfim's search needed; "
             "ℓ = inf means dpfim answered none, and mlxtend is then asked for every nonzero "
-            "itemset.\n\n"
+            "itemset. Its time is given in-process (after pandas and mlxtend are imported) "
+            "and as a whole process like dpfim's; the ratio uses the whole process.\n\n"
         )
         args.write.write_text(header + table + "\n")
 
