@@ -34,7 +34,7 @@ def known(index: SupportIndex, records: Records) -> dict[tuple[str, ...], int]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=transactions, r=st.integers(1, 4), depths=st.lists(st.integers(1, 60), max_size=4))
+@given(data=transactions, r=st.integers(1, 5), depths=st.lists(st.integers(1, 60), max_size=4))
 def test_every_itemset_above_the_threshold_and_nothing_else(
     data: list[list[str]], r: int, depths: list[int]
 ) -> None:
