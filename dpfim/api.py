@@ -13,9 +13,9 @@ from typing import Any
 from dpfim.counting import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import lmm
+from dpfim.mechanisms import lmm, lmm_gap
 from dpfim.mechanisms.base import Outcome
-from dpfim.mechanisms.thresholds import paper_split
+from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
     DEFAULT_ELL_MAX,
     check_delta,
@@ -35,7 +35,7 @@ from dpfim.readers import (
 from dpfim.result import build
 from dpfim.samplers.rng import RandomSource, resolve
 
-MECHANISMS = ("lmm",)
+MECHANISMS = ("lmm", "lmm-gap")
 NEIGHBOURS = ("replace", "add-remove")
 
 
@@ -74,6 +74,11 @@ def check_options(
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
         raise ParameterError(f"--neighbours must be one of {', '.join(NEIGHBOURS)}: {neighbours!r}")
+    if mechanism == "lmm-gap" and neighbours != "add-remove":
+        raise ParameterError(
+            "--mechanism lmm-gap is valid only under add/remove neighbours: "
+            "pass --neighbours add-remove (it then does not release n)"
+        )
     return Options(
         check_size(size),
         check_eps(eps),
@@ -212,8 +217,10 @@ def _mine(
 
     t0 = time.perf_counter()
     index = SupportIndex(records, opts.size, progress=progress)
-    split = paper_split(opts.eps, opts.delta)
-    out = lmm.run(index, split, source, ell_max=opts.ell_max, universe_size=universe_size)
+    gap = opts.mechanism == "lmm-gap"
+    split = (gap_split if gap else paper_split)(opts.eps, opts.delta)
+    run = lmm_gap.run if gap else lmm.run
+    out = run(index, split, source, ell_max=opts.ell_max, universe_size=universe_size)
     itemset = _name(out, index, records, opts.size, source)
     diag.timings["count+mechanism"] = time.perf_counter() - t0
     diag.facts.update(
@@ -252,11 +259,10 @@ def _mine(
     }
     if max_record_items is not None:
         params["max_record_items"] = max_record_items
-    fields: dict[str, Any] = {
-        "itemset": itemset,
-        "noisy_max": out.noisy_max,
-        "ell": "inf" if out.ell is None else out.ell,
-    }
+    fields: dict[str, Any] = {"itemset": itemset}
+    if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
+        fields["noisy_max"] = out.noisy_max
+    fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = records.n
         fields["n_note"] = (
@@ -265,7 +271,7 @@ def _mine(
     return build(
         **fields,
         params=params,
-        ledger=margin_ledger(split, opts.neighbours, with_max=True),
+        ledger=margin_ledger(split, opts.neighbours, with_max=not gap),
         private=private,
     )
 

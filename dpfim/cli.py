@@ -16,7 +16,7 @@ from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
 from dpfim.errors import DpfimError, ParameterError
-from dpfim.mechanisms.thresholds import paper_split, threshold
+from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
 from dpfim.readers import FORMATS
 from dpfim.result import check_output_path, write
@@ -167,7 +167,7 @@ def mine(input_path: str, **opt: Any) -> None:
         _report(diag)
     write(result, opt["output"])
     if result["itemset"] is None and not opt["quiet"]:
-        _say(_none_hint(opt["eps"], opt["delta"], opt["size"]))
+        _say(_none_hint(opt["eps"], opt["delta"], opt["size"], opt["mechanism"]))
 
 
 def _ledger_hook(
@@ -276,9 +276,10 @@ def _report(diag: Diagnostics) -> None:
         _say(f"[{CURATOR}] time {key}: {seconds:.3f} s")
 
 
-def _none_hint(eps: str, delta: str, size: int) -> str:
+def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
     """Computed from public parameters only."""
-    t1 = threshold(1, paper_split(check_eps(eps), check_delta(delta)))
+    make = gap_split if mechanism == "lmm-gap" else paper_split
+    t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
     return (
         f"no {size}-itemset was certified (answer: none). At eps={eps}, delta={delta} LMM "
         f"certifies a winner only when its support leads the runner-up's by more than about "

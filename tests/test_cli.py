@@ -361,3 +361,36 @@ def test_groceries_top_pair_at_eps_2() -> None:
     # Top pair 736 vs runner-up 557: a lead of 179 > tau(1) ~ 215 at eps = 2? Not always; the
     # answer is either the top pair or none, never a wrong pair with high probability.
     assert result["itemset"] in (["other vegetables", "whole milk"], None)
+
+
+def test_lmm_gap_needs_add_remove_neighbours(tmp_path: Path) -> None:
+    args = ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6"]
+    _one_line_error(*run([*args, "--mechanism", "lmm-gap"]), 2)
+    code, out, err = run([*args, "--mechanism", "lmm-gap", "--neighbours", "add-remove"])
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["itemset"] == ["bread", "milk"]
+    assert "noisy_max" not in result and "n" not in result  # none computed, n not released
+    steps = [s["releases"] for s in result["ledger"]["steps"]]
+    assert steps == ["ell", "itemset"]
+    assert "max_certification_failure" not in result["ledger"]["delta_sources"]
+    assert result["ledger"]["eps"]["exact"] == "1"
+    assert result["params"]["split"]["alpha_s"] == "2/3"
+
+
+@pytest.mark.slow
+def test_lmm_gap_finds_the_groceries_pair_where_lmm_cannot() -> None:
+    """SPEC §2b: Groceries at eps = 0.5, r = 2: lmm answers none, lmm-gap the top pair."""
+    path = SHARED / "groceries.csv"
+    if not path.exists():
+        pytest.skip("../shared/data/groceries.csv is absent")
+    base = ["mine", str(path), "--eps", "0.5", "--delta", "1e-6"]
+    for seed in range(5):
+        lmm_out = json.loads(run([*base, "--seed", str(seed)])[1])
+        gap_out = json.loads(
+            run(
+                [*base, "--seed", str(seed), "--mechanism", "lmm-gap", "--neighbours", "add-remove"]
+            )[1]
+        )
+        assert lmm_out["itemset"] is None
+        assert gap_out["itemset"] == ["other vegetables", "whole milk"]

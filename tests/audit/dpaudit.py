@@ -25,9 +25,9 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
-from dpfim.mechanisms import lmm, search
+from dpfim.mechanisms import lmm, lmm_gap, search
 from dpfim.mechanisms.base import Outcome, VectorCounts
-from dpfim.mechanisms.thresholds import Split, paper_split, tau, threshold_runs
+from dpfim.mechanisms.thresholds import Split, gap_split, paper_split, tau, threshold_runs
 from dpfim.samplers.rng import seeded_source
 
 FAMILY_ALPHA = 1e-4
@@ -43,8 +43,10 @@ Output = tuple[int, int | None, int | None]
 @dataclass(frozen=True)
 class Mechanism:
     name: str
-    sample: Callable[[Sequence[int], Split, int], Output]  # (counts, split, _) -> one output
+    sample: Callable[[Sequence[int], Split, Any], Output]  # (counts, split, rng) -> one output
     neighbours: str  # "replace" or "add-remove": which pairs are valid for it
+    split: Callable[[Fraction, Fraction], Split] = paper_split
+    views: tuple[str, ...] = ("M", "ell", "I|ell", "full")
 
 
 def _lmm_once(counts: Sequence[int], split: Split, rng: Any) -> Output:
@@ -55,7 +57,19 @@ def _lmm_once(counts: Sequence[int], split: Split, rng: Any) -> Output:
     return out.noisy_max, out.ell, idx
 
 
-REAL: dict[str, Mechanism] = {"lmm": Mechanism("lmm", _lmm_once, "replace")}
+def _lmm_gap_once(counts: Sequence[int], split: Split, rng: Any) -> Output:
+    vec = VectorCounts(counts)
+    out = lmm_gap.run(vec, split, rng)
+    idx = None if out.index is None else vec.position(out.index)
+    return 0, out.ell, idx  # no noisy max is released: a constant in its place
+
+
+REAL: dict[str, Mechanism] = {
+    "lmm": Mechanism("lmm", _lmm_once, "replace"),
+    "lmm-gap": Mechanism(
+        "lmm-gap", _lmm_gap_once, "add-remove", gap_split, ("ell", "I|ell", "full")
+    ),
+}
 
 
 class _Halved(Split):
@@ -377,8 +391,8 @@ def selection_key(o: Output) -> Any:
     return (ell_key(o), o[2])
 
 
-def default_split(eps: str = "1", delta: str = "1e-6") -> Split:
-    return paper_split(Fraction(eps), Fraction(delta))
+def default_split(eps: str = "1", delta: str = "1e-6", mechanism: str = "lmm") -> Split:
+    return REAL[mechanism].split(Fraction(eps), Fraction(delta))
 
 
 __all__ = ["Outcome"]

@@ -94,3 +94,22 @@ def record_pair(pair: Pair) -> tuple[list[list[str]], list[list[str]]]:
     while len(d) < len(d_prime):
         d.append(["z"])
     return d, d_prime
+
+
+# Add/remove pairs for lmm-gap (valid only under add/remove): D' = D plus one record.
+GAP_PAIRS = [
+    Pair(
+        "gap at the margin",
+        (500, 266),
+        (501, 266),
+        "c(1) - c(2) = 234 = T'(1) on D, 235 on D': the gap query's pass at rank 1 flips on the "
+        "noise.",
+    ),
+    Pair(
+        "gap: none half the time",
+        (231,),
+        (232,),
+        "only the zero tail can pass, about half the time: the none/itemset boundary.",
+    ),
+    Pair("gap: empty data set", (), (1,), "no itemset at all against a single one."),
+]

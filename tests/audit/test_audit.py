@@ -18,7 +18,7 @@ from pathlib import Path
 
 import dpaudit as A
 import pytest
-from pairs import LOOSE, PAIRS, Pair, record_pair
+from pairs import GAP_PAIRS, LOOSE, PAIRS, Pair, record_pair
 from scipy import stats
 
 import dpfim
@@ -177,3 +177,37 @@ def test_the_audit_catches_a_broken_mechanism(variant: str) -> None:
 def test_large_audit_is_enabled() -> None:
     """Placeholder marker test: the large audit is the same tests with DPFIM_AUDIT_LARGE=1."""
     assert LARGE
+
+
+# --- lmm-gap (SPEC §2b): add/remove pairs, its own claims (no noisy max) -----------------------
+
+
+@pytest.mark.slow
+def test_lmm_gap_satisfies_every_claim_on_add_remove_pairs() -> None:
+    mech = A.REAL["lmm-gap"]
+    samples = {}
+    for k, pair in enumerate(GAP_PAIRS):
+        split = A.default_split(pair.eps, pair.delta, "lmm-gap")
+        samples[pair.name] = (
+            A.sample("lmm-gap", pair.d, split, N, 500 + 2 * k),
+            A.sample("lmm-gap", pair.d_prime, split, N, 501 + 2 * k),
+        )
+    total = sum(
+        A.n_bounds(side, view) for p in GAP_PAIRS for side in samples[p.name] for view in mech.views
+    )
+    alpha_each = A.FAMILY_ALPHA / total
+    bad = []
+    for pair in GAP_PAIRS:
+        claims = A.claims(A.default_split(pair.eps, pair.delta, "lmm-gap"))
+        d, dp = samples[pair.name]
+        for view in mech.views:
+            eps, delta = claims[view]
+            for left, right, direction in ((d, dp, "D vs D'"), (dp, d, "D' vs D")):
+                check = A.check_pair(
+                    pair.name, left, right, view, eps, delta, alpha_each, direction
+                )
+                bad.extend(check.violations)
+    assert not bad, bad
+    # the margin pair really sits at the margin: both answers occur
+    ells = Counter(o[1] for o in samples[GAP_PAIRS[0].name][0])
+    assert ells[1] > 0.2 * N and sum(v for k, v in ells.items() if k != 1) > 0.2 * N
