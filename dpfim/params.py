@@ -32,11 +32,19 @@ def check_fraction(value: str | int | Fraction, name: str) -> Fraction:
     return Fraction(dec)
 
 
+# Below this the thresholds (~ 1/ε · ln(1/δ)) leave the float range used for τ̂ and the
+# hazard arithmetic, and no useful answer is possible anyway: at ε = 1e-6 the margin needed is
+# already ~4e8 records.
+MIN_EPS = Fraction(1, 10**6)
+
+
 def check_eps(value: str | int | Fraction) -> Fraction:
     """epsilon > 0 as an exact rational."""
     eps = check_fraction(value, "--eps")
     if eps <= 0:
         raise ParameterError(f"--eps must be > 0, got {value}")
+    if eps < MIN_EPS:
+        raise ParameterError(f"--eps must be at least 1e-6, got {value}")
     if eps > 1000:
         raise ParameterError(f"--eps must be at most 1000, got {value}")
     return eps
