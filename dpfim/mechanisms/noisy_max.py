@@ -1,0 +1,301 @@
+"""Report-noisy-max over a huge universe, sampled exactly without drawing one noise per itemset.
+
+The baselines `em` (Gumbel noise: the Gumbel-max form of the exponential mechanism),
+`noisy-max-laplace` (Laplace noise) and `permute-and-flip` (exponential noise, which is the same
+mechanism) all output argmax_I c(I) + X_I with X_I i.i.d. continuous noise of scale b over every
+r-itemset of a finite universe of size K. Most of the K itemsets have count 0, and the counts that
+matter are known from the top down, so we never draw K noises. Itemsets with equal count form a
+group (count c, multiplicity m); the largest noisy value of a group is c + max of m noises, whose
+CDF is F(x - c)^m. The walk:
+
+1. Sample the top group's maximum V by inversion.
+2. Over the following groups (decreasing count), the first one whose maximum exceeds V has the
+   law of min{g : Lambda_g >= E}, E ~ Exp(1), Lambda_g the sum of the hazards -m_h ln F(V - c_h)
+   of the groups before it and itself (the same inversion as the margin search, docs/privacy.md
+   §7). Sample it, then its maximum conditioned on exceeding V (inversion); it becomes V.
+3. Repeat until no later group exceeds V. A tail bound ends the walk: every group from g on has
+   count <= c_g, so their total hazard is at most (their multiplicity) * -ln F(V - c_g). Itemsets
+   below the counting engine's threshold s are bounded by count s - 1 the same way, so the deep
+   counts are read only when the bound cannot decide.
+
+The winner is a uniformly random member of the last group (its members are exchangeable). Noise
+is continuous, so ties have probability 0. Every comparison is certified with interval arithmetic
+on lazily refined uniforms; an undecided one refines every uniform and redoes the walk, so the
+output is the exact argmax for the infinitely precise uniforms. Proof: docs/privacy.md §12.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp
+
+from dpfim.mechanisms.base import RankedCounts
+from dpfim.samplers import interval as iv
+from dpfim.samplers.lazy import LazyUniform
+from dpfim.samplers.rng import RandomSource
+
+NOISES = ("gumbel", "exponential", "laplace")
+_START_PREC = 128
+_INF: iv.Interval = (finf, finf)
+
+
+def _neg(a: iv.Interval, prec: int) -> iv.Interval:
+    return libmpi.mpi_neg(a, prec)  # type: ignore[no-any-return]
+
+
+def _hull2(a: iv.Interval, b: iv.Interval) -> iv.Interval:
+    lo = a[0] if mpf_cmp(a[0], b[0]) <= 0 else b[0]
+    hi = a[1] if mpf_cmp(a[1], b[1]) >= 0 else b[1]
+    return (lo, hi)
+
+
+def _ln2(prec: int) -> iv.Interval:
+    return iv.log(iv.exact(2, prec), prec)
+
+
+def _neg_log1m(s: iv.Interval, prec: int) -> iv.Interval:
+    """-ln(1 - s) for s in [0, 1): the bracket [s, s/(1 - s)] (tight for tiny s) intersected
+    with the direct interval (tight as the precision grows)."""
+    one_minus = iv.sub(iv.exact(1, prec), s, prec)
+    bracket = iv.hull(s, iv.div(s, one_minus, prec))
+    return iv.intersect(bracket, _neg(iv.log(one_minus, prec), prec))
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A continuous noise law of scale b: its hazard h(x) = -ln F(x) and its log-quantile.
+
+    kind: "gumbel" (F(x) = exp(-e^(-x/b))), "exponential" (F(x) = 1 - e^(-x/b) for x >= 0)
+    or "laplace" (F(x) = 1 - e^(-x/b)/2 for x >= 0, e^(x/b)/2 below).
+    """
+
+    kind: str
+    scale: Fraction
+
+    def __post_init__(self) -> None:
+        if self.kind not in NOISES:
+            raise ValueError(f"unknown noise {self.kind!r}")
+        if self.scale <= 0:
+            raise ValueError("noise scale must be > 0")
+
+    def _h_point(self, x: object, prec: int) -> iv.Interval:
+        """-ln F(x) at a point x."""
+        xb = iv.mul((x, x), iv.exact(1 / self.scale, prec), prec)  # x / b
+        if self.kind == "gumbel":  # -ln F = e^(-x/b)
+            return iv.exp(_neg(xb, prec), prec)
+        if self.kind == "exponential":
+            if mpf_cmp(x, fzero) <= 0:
+                return _INF
+            return _neg_log1m(iv.exp(_neg(xb, prec), prec), prec)
+        if mpf_cmp(x, fzero) >= 0:  # laplace, upper half
+            half = iv.exact(Fraction(1, 2), prec)
+            return _neg_log1m(iv.mul(half, iv.exp(_neg(xb, prec), prec), prec), prec)
+        return iv.sub(_ln2(prec), xb, prec)  # -(x/b - ln 2)
+
+    def hazard(self, x: iv.Interval, prec: int) -> iv.Interval:
+        """-ln F(x) over an interval of x (decreasing in x: evaluate at the two ends)."""
+        return (self._h_point(x[1], prec)[0], self._h_point(x[0], prec)[1])
+
+    def _q_point(self, w: object, prec: int) -> iv.Interval:
+        """F^-1(e^w) at a point w <= 0."""
+        if w == fninf:
+            return (fninf, fninf)
+        if w == fzero:
+            return _INF
+        b = iv.exact(self.scale, prec)
+        wi = (w, w)
+        if self.kind == "gumbel":  # F^-1(p) = -b ln(-ln p)
+            return _neg(iv.mul(b, iv.log(_neg(wi, prec), prec), prec), prec)
+        one_minus = iv.sub(iv.exact(1, prec), iv.exp(wi, prec), prec)  # 1 - p
+        if self.kind == "exponential":  # -b ln(1 - p)
+            return _neg(iv.mul(b, iv.log(one_minus, prec), prec), prec)
+        ln2 = _ln2(prec)
+        low = iv.mul(b, iv.add(ln2, wi, prec), prec)  # p <= 1/2: b (ln 2 + ln p)
+        if mpf_cmp(w, _neg(ln2, prec)[0]) < 0:
+            return low
+        two_tail = iv.mul(iv.exact(2, prec), one_minus, prec)
+        high = _neg(iv.mul(b, iv.log(two_tail, prec), prec), prec)  # p >= 1/2: -b ln(2(1 - p))
+        if mpf_cmp(w, _neg(ln2, prec)[1]) > 0:
+            return high
+        return _hull2(low, high)  # w within the ln 2 interval: both branches are near 0
+
+    def quantile_log(self, w: iv.Interval, prec: int) -> iv.Interval:
+        """F^-1(e^w) over an interval of w <= 0 (increasing in w)."""
+        return (self._q_point(w[0], prec)[0], self._q_point(w[1], prec)[1])
+
+
+class _Undecided(Exception):
+    """A comparison the current precision cannot decide: refine and redo the walk."""
+
+
+class _Uniforms:
+    """The walk's lazily refined uniforms, handed out in a fixed order on every attempt."""
+
+    def __init__(self, rng: RandomSource) -> None:
+        self._rng = rng
+        self._all: list[LazyUniform] = []
+        self._next = 0
+
+    def restart(self) -> None:
+        self._next = 0
+
+    def take(self) -> LazyUniform:
+        if self._next == len(self._all):
+            self._all.append(LazyUniform(self._rng))
+        u = self._all[self._next]
+        self._next += 1
+        return u
+
+    def refine(self) -> None:
+        for u in self._all:
+            u.refine()
+
+    def precision(self) -> int:
+        return max([_START_PREC, *(u.precision() for u in self._all)])
+
+
+class Groups:
+    """The universe's itemsets grouped by count, read from the top down.
+
+    Known groups: the distinct counts >= the counting engine's threshold s, each with its
+    multiplicity. Everything else (counts < s, and the zero-count itemsets of the universe) is
+    the rest, of multiplicity K - (known itemsets), bounded by count s - 1. Once the counts are
+    complete the rest is the zero group, count 0 exactly.
+    """
+
+    def __init__(self, counts: RankedCounts, universe_size: int) -> None:
+        self.counts = counts
+        self.universe_size = universe_size
+        self._refresh()
+
+    def _refresh(self) -> None:
+        known = self.counts.counts
+        if len(known) > self.universe_size:
+            raise ValueError("more nonzero itemsets than the universe holds")
+        values, mult = np.unique(known, return_counts=True)
+        self.values = [int(v) for v in values[::-1]]
+        self.mult = [int(m) for m in mult[::-1]]
+        self.rest = self.universe_size - len(known)
+        # suffix[g]: itemsets in groups g, g+1, ... plus the rest
+        self.suffix = [0] * (len(self.mult) + 1)
+        self.suffix[-1] = self.rest
+        for g in range(len(self.mult) - 1, -1, -1):
+            self.suffix[g] = self.suffix[g + 1] + self.mult[g]
+        self.rest_bound = 0 if self.counts.complete else self._threshold() - 1
+
+    def _threshold(self) -> int:
+        t = getattr(self.counts, "threshold", None)
+        if t is None:
+            raise TypeError("incomplete counts must expose their support threshold")
+        return int(t)
+
+    def deepen(self) -> bool:
+        """Lower the counting threshold (more known groups); False once complete."""
+        if self.counts.complete:
+            return False
+        self.counts.ensure(2 * len(self.counts.counts) + 2)
+        self._refresh()
+        return True
+
+
+def argmax_group(groups: Groups, noise: Noise, rng: RandomSource) -> int | None:
+    """The group (index into groups.values) holding argmax c(I) + X_I, or None for the rest
+    (possible only once the counts are complete: the zero-count itemsets)."""
+    uniforms = _Uniforms(rng)
+    while True:
+        uniforms.restart()
+        try:
+            return _walk(groups, noise, uniforms, uniforms.precision())
+        except _Undecided:
+            uniforms.refine()
+
+
+def _group_max(
+    c: int, m: int, noise: Noise, u: LazyUniform, prec: int, above: iv.Interval | None
+) -> iv.Interval:
+    """c + max of m noises by inversion: F(Y - c)^m = U, or, conditioned on Y > V (above given,
+    as the hazard -m ln F(V - c)), F(Y - c)^m = F0 + U (1 - F0) with F0 = e^-hazard."""
+    uu = u.interval(prec)
+    if above is None:
+        target = uu
+    else:
+        f0 = iv.exp(_neg(above, prec), prec)
+        target = iv.add(f0, iv.mul(uu, iv.sub(iv.exact(1, prec), f0, prec), prec), prec)
+    if target[0] == fzero or mpf_cmp(target[0], fzero) <= 0:
+        raise _Undecided
+    w = iv.div(iv.log(target, prec), iv.exact(m, prec), prec)
+    if mpf_cmp(w[1], fzero) > 0:
+        w = (w[0], fzero)
+    return iv.add(iv.exact(c, prec), noise.quantile_log(w, prec), prec)
+
+
+def _walk(groups: Groups, noise: Noise, uniforms: _Uniforms, prec: int) -> int | None:
+    while not groups.values:
+        if not groups.deepen():
+            if groups.rest == 0:
+                raise ValueError("the universe is empty")
+            return None  # no itemset has a nonzero count: the zero-count group holds the max
+    v = _group_max(groups.values[0], groups.mult[0], noise, uniforms.take(), prec, None)
+    best: int | None = 0
+    pos = 1
+    while True:
+        found = _first_above(groups, noise, v, pos, uniforms.take().exponential(prec), prec)
+        if found is None:
+            return best
+        g, lam = found
+        if g == len(groups.values):  # the zero-count rest
+            c, m = 0, groups.rest
+        else:
+            c, m = groups.values[g], groups.mult[g]
+        v = _group_max(c, m, noise, uniforms.take(), prec, lam)
+        best = None if g == len(groups.values) else g
+        pos = g + 1
+        if best is None:
+            return None
+
+
+def _first_above(
+    groups: Groups, noise: Noise, v: iv.Interval, pos: int, e: iv.Interval, prec: int
+) -> tuple[int, iv.Interval] | None:
+    """The first group g >= pos whose maximum exceeds v (with its hazard), or None."""
+    lam_sum = iv.ZERO
+    g = pos
+    while True:
+        n_known = len(groups.values)
+        # Tail bound: every itemset from group g on (known or not) has count <= c_g (the rest:
+        # <= its bound), so their total hazard is at most (multiplicity) * h(v - c_g).
+        tail_c = groups.values[g] if g < n_known else groups.rest_bound
+        tail_m = groups.suffix[g]
+        if tail_m == 0:
+            return None
+        tail = iv.mul(
+            iv.exact(tail_m, prec),
+            noise.hazard(iv.sub(v, iv.exact(tail_c, prec), prec), prec),
+            prec,
+        )
+        if iv.certainly_less(iv.add(lam_sum, tail, prec), e):
+            return None
+        if g == n_known:
+            if groups.deepen():
+                continue  # more known groups now; g is still the first unprocessed one
+            c, m = 0, groups.rest  # complete: the zero-count itemsets
+            if m == 0:
+                return None
+        else:
+            c, m = groups.values[g], groups.mult[g]
+        lam = iv.mul(
+            iv.exact(m, prec), noise.hazard(iv.sub(v, iv.exact(c, prec), prec), prec), prec
+        )
+        new_sum = iv.add(lam_sum, lam, prec)
+        if iv.certainly_less(new_sum, e):
+            lam_sum = new_sum
+            g += 1
+            if g > n_known:
+                return None
+            continue
+        if iv.certainly_at_most(e, new_sum):
+            return g, lam
+        raise _Undecided
