@@ -13,8 +13,8 @@ from typing import Any
 from dpfim.counting import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import lmm, lmm_gap
-from dpfim.mechanisms.base import Outcome
+from dpfim.mechanisms import baselines, lmm, lmm_gap
+from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
     DEFAULT_ELL_MAX,
@@ -31,11 +31,27 @@ from dpfim.readers import (
     read_records,
     read_universe,
     resolve_format,
+    truncate,
 )
 from dpfim.result import build
 from dpfim.samplers.rng import RandomSource, resolve
 
-MECHANISMS = ("lmm", "lmm-gap")
+MECHANISMS = (
+    "lmm",
+    "lmm-gap",
+    "em",
+    "noisy-max-laplace",
+    "permute-and-flip",
+    "stability",
+    "choosing",
+    "limited-domain",
+)
+# Baselines that need a finite universe (SPEC §6): they refuse to run without one.
+FINITE_UNIVERSE = ("em", "noisy-max-laplace", "permute-and-flip")
+# Their published analyses need counts that move together (docs/privacy.md §10, §16, §17).
+ADD_REMOVE_ONLY = ("lmm-gap", "choosing", "limited-domain")
+PURE = ("em", "noisy-max-laplace", "permute-and-flip")
+DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
 
 
@@ -58,6 +74,12 @@ class Options:
     mechanism: str
     neighbours: str
     ell_max: int
+    candidates: int = DEFAULT_CANDIDATES
+
+    @property
+    def spent_delta(self) -> Fraction:
+        """The delta a run actually spends: 0 for the pure-DP baselines."""
+        return Fraction(0) if self.mechanism in PURE else self.delta
 
 
 def check_options(
@@ -68,17 +90,31 @@ def check_options(
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
+    candidates: int = DEFAULT_CANDIDATES,
+    universe_given: bool = False,
+    max_record_items: int | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first)."""
     if mechanism not in MECHANISMS:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
         raise ParameterError(f"--neighbours must be one of {', '.join(NEIGHBOURS)}: {neighbours!r}")
-    if mechanism == "lmm-gap" and neighbours != "add-remove":
+    if mechanism in ADD_REMOVE_ONLY and neighbours != "add-remove":
         raise ParameterError(
-            "--mechanism lmm-gap is valid only under add/remove neighbours: "
+            f"--mechanism {mechanism} is valid only under add/remove neighbours: "
             "pass --neighbours add-remove (it then does not release n)"
         )
+    if mechanism in FINITE_UNIVERSE and not universe_given:
+        raise ParameterError(
+            f"--mechanism {mechanism} needs a finite universe: declare the public vocabulary "
+            "with --universe-items FILE"
+        )
+    if mechanism == "choosing" and max_record_items is None:
+        raise ParameterError(
+            "--mechanism choosing needs --max-record-items B (its growth bound is C(B, r))"
+        )
+    if candidates < 1:
+        raise ParameterError(f"--candidates must be at least 1, got {candidates}")
     return Options(
         check_size(size),
         check_eps(eps),
@@ -86,6 +122,7 @@ def check_options(
         mechanism,
         neighbours,
         check_ell_max(ell_max),
+        candidates,
     )
 
 
@@ -98,6 +135,8 @@ def mine(
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
+    candidates: int = DEFAULT_CANDIDATES,
+    max_record_items: int | None = None,
     universe: Sequence[str] | None = None,
     rng: RandomSource | int | None = None,
     fmt: str | None = None,
@@ -117,10 +156,29 @@ def mine(
         mechanism=mechanism,
         neighbours=neighbours,
         ell_max=ell_max,
+        candidates=candidates,
+        universe_given=universe is not None,
+        max_record_items=max_record_items,
     )
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
-    return _mine(records, opts, universe, rng, fmt, progress, diagnostics or Diagnostics())
+    source, _ = resolve(rng)  # one source for truncation and mechanism
+    if max_record_items is not None:
+        if max_record_items < opts.size:
+            raise ParameterError(
+                f"max_record_items must be at least size ({opts.size}), got {max_record_items}"
+            )
+        records = truncate(records, max_record_items, source)
+    return _mine(
+        records,
+        opts,
+        universe,
+        source,
+        fmt,
+        progress,
+        diagnostics or Diagnostics(),
+        max_record_items=max_record_items,
+    )
 
 
 def mine_file(
@@ -138,6 +196,7 @@ def mine_file(
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
+    candidates: int = DEFAULT_CANDIDATES,
     seed: int | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
@@ -156,6 +215,9 @@ def mine_file(
         mechanism=mechanism,
         neighbours=neighbours,
         ell_max=ell_max,
+        candidates=candidates,
+        universe_given=universe_items is not None,
+        max_record_items=max_record_items,
     )
     if max_record_items is not None and max_record_items < opts.size:
         raise ParameterError(
@@ -217,10 +279,9 @@ def _mine(
 
     t0 = time.perf_counter()
     index = SupportIndex(records, opts.size, progress=progress)
-    gap = opts.mechanism == "lmm-gap"
-    split = (gap_split if gap else paper_split)(opts.eps, opts.delta)
-    run = lmm_gap.run if gap else lmm.run
-    out = run(index, split, source, ell_max=opts.ell_max, universe_size=universe_size)
+    out, params_extra, ledger = run_mechanism(
+        index, opts, source, universe_size, max_record_items=max_record_items
+    )
     itemset = _name(out, index, records, opts.size, source)
     diag.timings["count+mechanism"] = time.perf_counter() - t0
     diag.facts.update(
@@ -241,39 +302,88 @@ def _mine(
         "mechanism": opts.mechanism,
         "neighbours": opts.neighbours,
         "format": fmt,
-        "ell_max": opts.ell_max,
         "universe": "open"
         if universe is None
         else {
             "declared_items": len(records.items),
             "size": universe_size,
         },
-        "split": {
-            "alpha_m": str(split.alpha_m),
-            "alpha_s": str(split.alpha_s),
-            "alpha_a": str(split.alpha_a),
-            "delta_m": str(split.delta_m),
-            "delta_s": str(split.delta_s),
-            "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
-        },
+        **params_extra,
     }
     if max_record_items is not None:
         params["max_record_items"] = max_record_items
     fields: dict[str, Any] = {"itemset": itemset}
     if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
         fields["noisy_max"] = out.noisy_max
-    fields["ell"] = "inf" if out.ell is None else out.ell
+    if opts.mechanism in ("lmm", "lmm-gap"):
+        fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = records.n
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
-    return build(
-        **fields,
-        params=params,
-        ledger=margin_ledger(split, opts.neighbours, with_max=not gap),
-        private=private,
-    )
+    return build(**fields, params=params, ledger=ledger, private=private)
+
+
+def run_mechanism(
+    counts: RankedCounts,
+    opts: Options,
+    rng: RandomSource,
+    universe_size: int | None,
+    *,
+    max_record_items: int | None = None,
+) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
+    """Run opts.mechanism on ranked counts: (outcome, extra public params, ledger)."""
+    name = opts.mechanism
+    if name in ("lmm", "lmm-gap"):
+        gap = name == "lmm-gap"
+        split = (gap_split if gap else paper_split)(opts.eps, opts.delta)
+        run = lmm_gap.run if gap else lmm.run
+        out = run(counts, split, rng, ell_max=opts.ell_max, universe_size=universe_size)
+        extra = {
+            "ell_max": opts.ell_max,
+            "split": {
+                "alpha_m": str(split.alpha_m),
+                "alpha_s": str(split.alpha_s),
+                "alpha_a": str(split.alpha_a),
+                "delta_m": str(split.delta_m),
+                "delta_s": str(split.delta_s),
+                "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
+            },
+        }
+        return out, extra, margin_ledger(split, opts.neighbours, with_max=not gap)
+    if name in FINITE_UNIVERSE:
+        if universe_size is None:
+            raise ParameterError(f"--mechanism {name} needs a finite universe")
+        runner = {
+            "em": baselines.run_em,
+            "noisy-max-laplace": baselines.run_noisy_max_laplace,
+            "permute-and-flip": baselines.run_permute_and_flip,
+        }[name]
+        out = runner(counts, opts.eps, opts.neighbours, universe_size, rng)
+        cost = baselines.pure_cost(name, opts.eps, opts.neighbours)
+        return out, {}, baselines.cost_ledger(cost, opts.neighbours)
+    if name == "stability":
+        out = baselines.run_stability(counts, opts.eps, opts.delta, rng)
+        cost = baselines.stability_cost(opts.eps, opts.delta)
+        extra = {"threshold": baselines.stability_threshold(opts.eps, opts.delta)}
+        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
+    if name == "choosing":
+        if max_record_items is None:
+            raise ParameterError("--mechanism choosing needs --max-record-items B")
+        growth = math.comb(max_record_items, opts.size)
+        out = baselines.run_choosing(counts, opts.eps, opts.delta, growth, rng)
+        cost = baselines.choosing_cost(opts.eps, opts.delta, growth)
+        extra = {
+            "growth_bound": growth,
+            "threshold": baselines.choosing_threshold(opts.eps, opts.delta, growth),
+        }
+        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
+    if name == "limited-domain":
+        out = baselines.run_limited_domain(counts, opts.eps, opts.delta, opts.candidates, rng)
+        cost = baselines.limited_domain_cost(opts.eps, opts.delta, opts.candidates)
+        return out, {"candidates": opts.candidates}, baselines.cost_ledger(cost, opts.neighbours)
+    raise ParameterError(f"unknown --mechanism {name}")
 
 
 def _name(

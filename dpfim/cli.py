@@ -78,6 +78,13 @@ def cli() -> None:
     help="Selection mechanism.",
 )
 @click.option(
+    "--candidates",
+    type=int,
+    default=10,
+    show_default=True,
+    help="limited-domain: how many top itemsets it may consider (k-bar).",
+)
+@click.option(
     "--neighbours",
     default="replace",
     show_default=True,
@@ -151,6 +158,7 @@ def mine(input_path: str, **opt: Any) -> None:
         "mechanism",
         "neighbours",
         "ell_max",
+        "candidates",
         "seed",
     )
     diag = Diagnostics()
@@ -200,7 +208,7 @@ def _ledger_hook(
                 path=path,
                 dataset=dataset,
                 eps=opts.eps,
-                delta=opts.delta,
+                delta=opts.spent_delta,
                 mechanism=mechanism,
                 command=["dpfim", *sys.argv[1:]],
                 budget_eps=b_eps,
