@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -19,7 +20,7 @@ from dpfim.errors import DpfimError, ParameterError
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
 from dpfim.readers import FORMATS
-from dpfim.result import check_output_path, write
+from dpfim.result import check_output_path, write, write_text
 
 CURATOR = "curator-only, not private"
 
@@ -222,6 +223,156 @@ def _ledger_hook(
             time.sleep(float(pause))
 
     return reserve
+
+
+@cli.command()
+@click.argument("input_path", metavar="DATA")
+@click.option("-r", "--size", default=2, show_default=True, type=int, help="Itemset size r (1-5).")
+@click.option(
+    "--eps", "eps_list", default="0.1,0.5,1,2", show_default=True, help="Comma-separated epsilons."
+)
+@click.option("--delta", default="1e-6", show_default=True, help="delta for every run.")
+@click.option(
+    "--mechanisms",
+    default=",".join(MECHANISMS),
+    show_default=True,
+    help="Comma-separated mechanisms to compare.",
+)
+@click.option("--trials", default=200, show_default=True, type=int, help="Runs per cell.")
+@click.option(
+    "--neighbours",
+    default="add-remove",
+    show_default=True,
+    type=click.Choice(NEIGHBOURS),
+    help="Relation the mechanisms are calibrated for (add-remove-only ones skip under replace).",
+)
+@click.option(
+    "--universe-size",
+    type=int,
+    default=None,
+    help="Vocabulary size |V| for em, noisy-max-laplace, permute-and-flip: K = C(|V|, r) "
+    "[default: the data's own distinct items].",
+)
+@click.option(
+    "--max-record-items",
+    type=int,
+    default=None,
+    help="choosing's B (k = C(B, r)) [default: the longest record, so nothing is truncated].",
+)
+@click.option(
+    "--candidates", type=int, default=10, show_default=True, help="limited-domain's k-bar."
+)
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice(("auto", *FORMATS)),
+    help="Input format (as for mine).",
+)
+@click.option("--sep", default=None, help="Item separator for basket files.")
+@click.option("--record-col", default=None, help="Long format: the record-id column.")
+@click.option("--item-col", default=None, help="Long format: the item column.")
+@click.option("--seed", type=int, default=None, help="Reproducible evaluation.")
+@click.option("--csv", "csv_path", default=None, help="Write the table as CSV here (atomically).")
+@click.option(
+    "--plot", "plot_path", default=None, help="Write a PNG plot here (needs dpfim[plot])."
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+def evaluate(input_path: str, **opt: Any) -> None:
+    """Compare mechanisms on DATA by rerunning each many times. NOT PRIVATE.
+
+    It reads exact counts and prints exact functions of them: use it on public data or data
+    like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
+    eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
+    gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
+    lmm-gap); ms_per_run.
+
+    \b
+    Example:
+      dpfim evaluate retail.dat --size 2 --eps 0.1,0.5,1,2 --trials 200 --plot retail.png
+    """
+    from dpfim import evaluate as ev
+    from dpfim.readers import check_source as check_src
+    from dpfim.readers import read_records, resolve_format
+
+    for flag in ("csv_path", "plot_path"):
+        check_output_path(opt[flag])
+    if opt["plot_path"] is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ParameterError("--plot needs matplotlib: pip install 'dpfim[plot]'") from None
+    eps_values = ev.parse_list(opt["eps_list"], "--eps")
+    for e in eps_values:
+        check_eps(e)
+    check_delta(opt["delta"])
+    mechanisms = ev.parse_list(opt["mechanisms"], "--mechanisms")
+    chosen = ev.plan(mechanisms, opt["neighbours"])
+    if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
+        raise ParameterError("--universe-size must be at least --size")
+    check_src(input_path)
+    long_cols = opt["record_col"] is not None or opt["item_col"] is not None
+    decided = resolve_format(input_path, opt["fmt"], long_columns_given=long_cols)
+    progress = not opt["quiet"] and sys.stderr.isatty()
+    records = read_records(
+        input_path,
+        fmt=decided,
+        sep=opt["sep"],
+        record_col=opt["record_col"],
+        item_col=opt["item_col"],
+        progress=progress,
+    )
+    if opt["universe_size"] is not None and opt["universe_size"] < len(records.items):
+        raise ParameterError("--universe-size is smaller than the number of distinct items")
+    _say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
+    for mech, why in chosen.skipped:
+        _say(f"skipping {mech}: {why}")
+    universe = None
+    if opt["universe_size"] is not None:
+        universe = math.comb(opt["universe_size"], opt["size"])
+    table = ev.evaluate(
+        records,
+        size=opt["size"],
+        eps_values=eps_values,
+        delta=opt["delta"],
+        mechanisms=chosen.mechanisms,
+        trials=opt["trials"],
+        neighbours=opt["neighbours"],
+        universe_size=universe,
+        max_record_items=opt["max_record_items"],
+        candidates=opt["candidates"],
+        rng=opt["seed"],
+        progress=progress,
+    )
+    header = (
+        f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
+        f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
+    )
+    if opt["csv_path"] is not None:
+        write_text(header + table.to_csv(index=False), opt["csv_path"], flag="--csv")
+    else:
+        click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if opt["plot_path"] is not None:
+        _save_plot(table, opt["plot_path"], f"{os.path.basename(input_path)}, r = {opt['size']}")
+
+
+def _save_plot(table: Any, path: str, title: str) -> None:
+    """Render to a temp file in the target directory, then rename: never a partial PNG."""
+    import tempfile
+
+    from dpfim import evaluate as ev
+
+    target = os.path.abspath(path)
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=os.path.dirname(target))
+    os.close(fd)
+    try:
+        ev.plot(table, tmp, title)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 @cli.group()

@@ -71,7 +71,11 @@ def check_output_path(path: str | None) -> None:
 
 def write(result: dict[str, Any], path: str | None) -> None:
     """Write to stdout, or atomically to a file (temp file in the same directory + rename)."""
-    text = dumps(result)
+    write_text(dumps(result), path)
+
+
+def write_text(text: str, path: str | None, *, flag: str = "-o") -> None:
+    """Text to stdout (path None or "-"), or atomically to a file."""
     if path is None or path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -87,7 +91,7 @@ def write(result: dict[str, Any], path: str | None) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise OutputError(f"-o {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"{flag} {path}: {exc.strerror or exc}") from None
 
 
 class OutputError(DpfimError):
