@@ -308,6 +308,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
     for e in eps_values:
         check_eps(e)
     check_delta(opt["delta"])
+    if opt["trials"] < 1:
+        raise ParameterError(f"--trials must be at least 1, got {opt['trials']}")
     mechanisms = ev.parse_list(opt["mechanisms"], "--mechanisms")
     chosen = ev.plan(mechanisms, opt["neighbours"])
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:

@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfim.api import ADD_REMOVE_ONLY, MECHANISMS, check_options, run_mechanism
+from dpfim.api import (
+    ADD_REMOVE_ONLY,
+    FINITE_UNIVERSE,
+    MECHANISMS,
+    check_options,
+    run_mechanism,
+)
 from dpfim.counting import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.readers import Records
@@ -112,12 +118,15 @@ def evaluate(
             universe_given=True,
             max_record_items=growth_b,
         )
+        # Only the mechanisms that need a finite universe get one; the others run as they would
+        # in `dpfim mine` without --universe-items (open universe, "none" possible).
+        k = universe_size if mech in FINITE_UNIVERSE else None
         picked: list[int | None] = []
         ells: list[float] = []
         spent = 0.0
         for _ in range(trials):
             t0 = time.perf_counter()
-            out, _, _ = run_mechanism(index, opts, source, universe_size, max_record_items=growth_b)
+            out, _, _ = run_mechanism(index, opts, source, k, max_record_items=growth_b)
             spent += time.perf_counter() - t0
             if out.index is not None:
                 picked.append(int(index.counts[out.index]))
