@@ -297,8 +297,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
     from dpfim.readers import check_source as check_src
     from dpfim.readers import read_records, resolve_format
 
-    for flag in ("csv_path", "plot_path"):
-        check_output_path(opt[flag])
+    check_output_path(opt["csv_path"], "--csv")
+    check_output_path(opt["plot_path"], "--plot")
     if opt["plot_path"] is not None:
         try:
             import matplotlib  # noqa: F401

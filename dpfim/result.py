@@ -55,18 +55,18 @@ def dumps(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
 
 
-def check_output_path(path: str | None) -> None:
+def check_output_path(path: str | None, flag: str = "-o") -> None:
     """Fail before any work if -o cannot be written (a usage error; data-independent)."""
     if path is None or path == "-":
         return
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
-        raise ParameterError(f"-o {path}: is a directory")
+        raise ParameterError(f"{flag} {path}: is a directory")
     if not parent.is_dir():
-        raise ParameterError(f"-o {path}: directory {parent} does not exist")
+        raise ParameterError(f"{flag} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
-        raise ParameterError(f"-o {path}: directory {parent} is not writable")
+        raise ParameterError(f"{flag} {path}: directory {parent} is not writable")
 
 
 def write(result: dict[str, Any], path: str | None) -> None:

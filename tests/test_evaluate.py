@@ -90,6 +90,7 @@ def test_cli_writes_csv_and_plot(tmp_path: Path) -> None:
         (["--eps", "1,x"], "--eps"),
         (["--trials", "0"], "--trials"),
         (["--universe-size", "1"], "--universe-size"),
+        (["--plot", "/nonexistent/x.png"], "--plot /nonexistent/x.png"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(
