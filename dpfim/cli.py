@@ -15,9 +15,17 @@ import click
 
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
-from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
+from dpfim.api import (
+    MECHANISMS,
+    NEIGHBOURS,
+    Diagnostics,
+    Options,
+    check_options,
+    mine_file,
+    none_hint,
+)
 from dpfim.errors import DpfimError, ParameterError
-from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
+from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
 from dpfim.readers import FORMATS
 from dpfim.result import check_output_path, write, write_text
@@ -44,7 +52,30 @@ def cli() -> None:
 @click.argument("input_path", metavar="INPUT")
 @click.option("--eps", required=True, help="Privacy parameter epsilon > 0 (exact decimal).")
 @click.option("--delta", required=True, help="Privacy parameter delta in (0, 1), e.g. 1e-6.")
-@click.option("-r", "--size", default=2, show_default=True, type=int, help="Itemset size r (1-5).")
+@click.option("-r", "--size", default=None, type=int, help="Itemset size r (1-5) [default: 2].")
+@click.option(
+    "--sizes",
+    default=None,
+    help="Rank itemsets of several sizes together: 2,3 or a range 1-3 (instead of --size).",
+)
+@click.option(
+    "--top",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Release up to K distinct itemsets in rank order (peeling: K rounds at eps/K, "
+    "delta/K each; stops at the first none, the full budget is charged).",
+)
+@click.option(
+    "--supports",
+    is_flag=True,
+    help="Also release a noisy support (exact discrete Laplace) of each released itemset.",
+)
+@click.option(
+    "--support-share",
+    default=None,
+    help="Share of --eps spent on --supports [default: 0.25]; the rest selects.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -75,7 +106,7 @@ def cli() -> None:
     "--mechanism",
     default="lmm",
     show_default=True,
-    type=click.Choice(MECHANISMS),
+    type=click.Choice(registry.NAMES),
     help="Selection mechanism.",
 )
 @click.option(
@@ -154,6 +185,10 @@ def mine(input_path: str, **opt: Any) -> None:
         "max_record_items",
         "universe_items",
         "size",
+        "sizes",
+        "top",
+        "supports",
+        "support_share",
         "eps",
         "delta",
         "mechanism",
@@ -175,8 +210,9 @@ def mine(input_path: str, **opt: Any) -> None:
     if opt["verbose"]:
         _report(diag)
     write(result, opt["output"])
-    if result["itemset"] is None and not opt["quiet"]:
-        _say(_none_hint(opt["eps"], opt["delta"], opt["size"], opt["mechanism"]))
+    released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
+    if not opt["quiet"] and (not released or released[0] is None):
+        _say(_none_hint(opt))
 
 
 def _ledger_hook(
@@ -437,15 +473,23 @@ def _report(diag: Diagnostics) -> None:
         _say(f"[{CURATOR}] time {key}: {seconds:.3f} s")
 
 
-def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
-    """Computed from public parameters only."""
-    make = gap_split if mechanism == "lmm-gap" else paper_split
-    t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
-    return (
-        f"no {size}-itemset was certified (answer: none). At eps={eps}, delta={delta} LMM "
-        f"certifies a winner only when its support leads the runner-up's by more than about "
-        f"{t1} records (plus noise); a larger --eps or --delta lowers that margin."
+def _none_hint(opt: dict[str, Any]) -> str:
+    """Each mechanism's own hint, from the public parameters only."""
+    opts = check_options(
+        size=opt["size"],
+        sizes=opt["sizes"],
+        eps=opt["eps"],
+        delta=opt["delta"],
+        mechanism=opt["mechanism"],
+        neighbours=opt["neighbours"],
+        candidates=opt["candidates"],
+        universe_given=True,
+        max_record_items=opt["max_record_items"],
+        top=opt["top"],
+        supports=opt["supports"],
+        support_share=opt["support_share"],
     )
+    return none_hint(opts, opt["max_record_items"])
 
 
 def main(argv: list[str] | None = None) -> Any:
