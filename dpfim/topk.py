@@ -159,7 +159,7 @@ def random_zero_itemset(
     vocabulary, among those not yet released. Only reached once the counts are complete (the
     search went past every nonzero itemset), so every nonzero itemset is in view or removed.
     The key is padded with -1 to the view's row width."""
-    width = view.itemsets.shape[1]
+    width = int(view.itemsets.shape[1])
     released = set(view.removed)
     nonzero_by_size = {r: 0 for r in sizes}
     for row in view.itemsets:
