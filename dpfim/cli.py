@@ -16,7 +16,6 @@ import click
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import (
-    MECHANISMS,
     NEIGHBOURS,
     Diagnostics,
     Options,
@@ -270,18 +269,28 @@ def _ledger_hook(
 @click.option("--delta", default="1e-6", show_default=True, help="delta for every run.")
 @click.option(
     "--mechanisms",
-    default=",".join(MECHANISMS),
+    default=",".join(registry.NAMES),
     show_default=True,
     help="Comma-separated mechanisms to compare.",
 )
 @click.option("--trials", default=200, show_default=True, type=int, help="Runs per cell.")
 @click.option(
     "--neighbours",
-    default="add-remove",
+    default="replace",
     show_default=True,
     type=click.Choice(NEIGHBOURS),
-    help="Relation the mechanisms are calibrated for (add-remove-only ones skip under replace).",
+    help="Relation the mechanisms are calibrated for; the default is mine's (replace, the "
+    "paper's model). Mechanisms valid only under add-remove are skipped, each said on stderr.",
 )
+@click.option(
+    "--top",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Evaluate top-K releases (as mine --top K): FNR@K, precision, rank error.",
+)
+@click.option("--supports", is_flag=True, help="Also release noisy supports (as mine --supports).")
+@click.option("--support-share", default=None, help="As mine --support-share [default: 0.25].")
 @click.option(
     "--universe-size",
     type=int,
@@ -348,6 +357,18 @@ def evaluate(input_path: str, **opt: Any) -> None:
         raise ParameterError(f"--trials must be at least 1, got {opt['trials']}")
     mechanisms = ev.parse_list(opt["mechanisms"], "--mechanisms")
     chosen = ev.plan(mechanisms, opt["neighbours"])
+    check_options(  # --top, --support-share: usage errors before any data is read
+        size=opt["size"],
+        eps=eps_values[0],
+        delta=opt["delta"],
+        mechanism=chosen.mechanisms[0],
+        neighbours=opt["neighbours"],
+        universe_given=True,
+        max_record_items=opt["max_record_items"] or opt["size"],
+        top=opt["top"],
+        supports=opt["supports"],
+        support_share=opt["support_share"],
+    )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
     check_src(input_path)
@@ -383,13 +404,22 @@ def evaluate(input_path: str, **opt: Any) -> None:
         candidates=opt["candidates"],
         rng=opt["seed"],
         progress=progress,
+        top=opt["top"],
+        supports=opt["supports"],
+        support_share=opt["support_share"],
     )
     header = (
         f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
         f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
     )
     if opt["csv_path"] is not None:
-        write_text(header + table.to_csv(index=False), opt["csv_path"], flag="--csv")
+        # No comment line (CSV readers reject it): the label is a column, and stderr says it.
+        labelled = table.copy()
+        labelled.insert(0, "not_private", True)
+        for col, value in (("size", opt["size"]), ("delta", opt["delta"])):
+            labelled[col] = value
+        labelled["neighbours"] = opt["neighbours"]
+        write_text(labelled.to_csv(index=False), opt["csv_path"], flag="--csv")
     else:
         click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if opt["plot_path"] is not None:
