@@ -50,21 +50,23 @@ class Without:
         self._removed: dict[Key, int] = {}  # key -> its count (0: a zero-count itemset)
         self._src: np.ndarray | None = None
         self._n_removed_seen = -1
-        self._keep = np.zeros(0, dtype=bool)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._itemsets: np.ndarray | None = None
+        self._drop: list[int] = []
 
     # --- the RankedCounts interface ---------------------------------------------------------
 
     @property
     def counts(self) -> np.ndarray:
         self._refresh()
-        out: np.ndarray = self._base.counts[self._keep]
-        return out
+        return self._counts
 
     @property
     def itemsets(self) -> np.ndarray:
         self._refresh()
-        out: np.ndarray = self._base.itemsets[self._keep]
-        return out
+        if self._itemsets is None:  # built on demand: most rounds never read the rows
+            self._itemsets = _without_rows(self._base.itemsets, self._drop)
+        return self._itemsets
 
     @property
     def threshold(self) -> int:
@@ -108,21 +110,35 @@ class Without:
         counts = self._base.counts
         if counts is self._src and self._n_removed_seen == len(self._removed):
             return
-        keep = np.ones(len(counts), dtype=bool)
         rows = self._base.itemsets
-        neg = -counts
+        drop = []
         for key, c in self._removed.items():
             if c <= 0:
                 continue
-            lo = int(np.searchsorted(neg, -c, side="left"))
-            hi = int(np.searchsorted(neg, -c, side="right"))
+            # its tie range, found by binary search on the decreasing counts
+            lo = len(counts) - int(np.searchsorted(counts[::-1], c, side="right"))
+            hi = len(counts) - int(np.searchsorted(counts[::-1], c, side="left"))
             hit = np.flatnonzero((rows[lo:hi] == np.asarray(key)).all(axis=1))
             if len(hit) != 1:
                 raise AssertionError(f"removed itemset {key} (count {c}) not found once")
-            keep[lo + int(hit[0])] = False
-        self._keep = keep
+            drop.append(lo + int(hit[0]))
+        self._drop = sorted(drop)
+        self._counts = _without_rows(counts, self._drop)  # one copy per change
+        self._itemsets = None
         self._src = counts
         self._n_removed_seen = len(self._removed)
+
+
+def _without_rows(arr: np.ndarray, drop: list[int]) -> np.ndarray:
+    """arr without the rows at the sorted positions `drop` (contiguous slices: memcpy speed)."""
+    if not drop:
+        return arr
+    parts, start = [], 0
+    for d in drop:
+        parts.append(arr[start:d])
+        start = d + 1
+    parts.append(arr[start:])
+    return np.concatenate(parts)
 
 
 class Merged:
