@@ -155,6 +155,7 @@ def mine(input_path: str, **opt: Any) -> None:
 
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
+    With --top K: "itemsets", up to K distinct itemsets in rank order.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
     4 budget exhausted, 5 ledger not writable.
 
@@ -162,6 +163,7 @@ def mine(input_path: str, **opt: Any) -> None:
     Examples:
       dpfim mine baskets.csv --eps 1 --delta 1e-6
       dpfim mine retail.dat.gz --size 3 --eps 0.5 --delta 1e-8 -o top.json
+      dpfim mine retail.dat --top 10 --supports --eps 2 --delta 1e-6
       zcat orders.csv.gz | dpfim mine - --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6
     """
@@ -212,6 +214,11 @@ def mine(input_path: str, **opt: Any) -> None:
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
     if not opt["quiet"] and (not released or released[0] is None):
         _say(_none_hint(opt))
+    elif not opt["quiet"] and len(released) < opt["top"]:
+        _say(
+            f"released {len(released)} of --top {opt['top']}: round {len(released) + 1} answered "
+            "none; the full (eps, delta) is charged (docs/privacy.md §18)"
+        )
 
 
 def _ledger_hook(
