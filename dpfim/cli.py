@@ -26,7 +26,7 @@ from dpfim.api import (
 from dpfim.errors import DpfimError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
-from dpfim.readers import FORMATS
+from dpfim.readers import COMPRESSIONS, FORMATS
 from dpfim.result import check_output_path, write, write_text
 
 CURATOR = "curator-only, not private"
@@ -85,7 +85,18 @@ def cli() -> None:
     ".dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
 )
 @click.option(
-    "--sep", default=None, help="Item separator for basket files [default: , (tab for .tsv)]."
+    "--sep",
+    default=None,
+    help="Item separator for basket and long CSV files; tab as 'tab' or '\\t' "
+    "[default: , (tab for .tsv)].",
+)
+@click.option(
+    "--compression",
+    default="auto",
+    show_default=True,
+    type=click.Choice(COMPRESSIONS),
+    help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path, by the "
+    "magic bytes for stdin.",
 )
 @click.option("--record-col", default=None, help="Long format: the record-id column.")
 @click.option("--item-col", default=None, help="Long format: the item column.")
@@ -181,6 +192,7 @@ def mine(input_path: str, **opt: Any) -> None:
     library_options = (
         "fmt",
         "sep",
+        "compression",
         "record_col",
         "item_col",
         "max_record_items",

@@ -70,7 +70,8 @@ class Spec:
     universe (--universe-items); needs_record_bound: it needs --max-record-items; pure: it spends
     no delta; releases: result fields besides the itemset ("noisy_max", "ell");
     run(counts, public, rng); cost(public) -> Cost; ledger(public) -> the result's ledger dict;
-    extra(public) -> extra public parameters for the result; none_hint(public) -> one sentence.
+    extra(public) -> extra public parameters for the result; none_hint(public) -> one sentence;
+    check(public): raises ParameterError where the mechanism's proof does not apply.
     """
 
     name: str
@@ -84,6 +85,7 @@ class Spec:
     needs_record_bound: bool = False
     pure: bool = False
     releases: tuple[str, ...] = ()
+    check: Callable[[Public], None] | None = None  # preconditions of its proof (usage errors)
 
     def ledger_of(self, p: Public) -> dict[str, Any]:
         """The per-run ledger printed in the result."""
@@ -238,6 +240,7 @@ CHOOSING = Spec(
         "threshold": baselines.choosing_threshold(p.eps, p.delta, p.growth),
     },
     needs_record_bound=True,
+    check=lambda p: baselines.check_choosing(p.eps, p.delta, p.growth),
 )
 LIMITED_DOMAIN = Spec(
     "limited-domain",
