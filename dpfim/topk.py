@@ -161,9 +161,9 @@ def random_zero_itemset(
     The key is padded with -1 to the view's row width."""
     width = int(view.itemsets.shape[1])
     released = set(view.removed)
-    nonzero_by_size = {r: 0 for r in sizes}
-    for row in view.itemsets:
-        nonzero_by_size[len(ids_of(row))] += 1
+    rows = view.itemsets
+    widths = np.bincount((rows >= 0).sum(axis=1), minlength=max(sizes) + 1)
+    nonzero_by_size = {r: int(widths[r]) for r in sizes}
     for key, c in view.removed.items():
         if c > 0:
             nonzero_by_size[len(ids_of(key))] += 1
