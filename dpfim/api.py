@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.ledger import margin_ledger
 from dpfim.mechanisms import baselines, lmm, lmm_gap
