@@ -1,34 +1,76 @@
-"""records → exact integer supports of r-itemsets, from the top down. No randomness, no privacy.
+"""records → exact integer supports of r-itemsets, from the top down, in bounded memory.
 
-The mechanism needs c(1), then c(2), c(3), … only as deep as its search goes. SupportIndex keeps
-every r-itemset with support >= a threshold s (and nothing below it), starting at an upper bound
-on the top support and lowering s only when asked for more ranks. Enumeration is Eclat-like on
-the records restricted to items with support >= s (anti-monotonicity): prefixes are extended one
-item at a time, and the last two items of every itemset are counted at once, by generating every
-pair inside each record that contains the prefix (numpy index arithmetic) and counting the pair keys
-with bincount. Plain numpy: a scipy.sparse product X^T X measured no faster overall (slower on
-retail r = 2 to completion: 4.2 s against 3.0 s) and scipy.sparse costs ~0.2 s to import.
+No randomness, no privacy. The mechanism needs c(1), then c(2), c(3), … only as deep as its
+search goes. SupportIndex keeps every r-itemset with support >= a threshold s (and nothing below
+it), starting at an upper bound on the top support and lowering s only when asked for more ranks.
+
+At a threshold s the r-itemsets are counted level-wise (Apriori over the records, exact): the
+frequent items (support >= s), then pairs of frequent items, then triples whose first two items
+form a frequent pair (and whose last two do too), and so on up to r. Every level is one pass over
+the records in batches: each batch is restricted to the frequent items, the candidate keys
+(frequent (k-1)-itemset id × width + next item) of each record are generated in slices of a fixed
+number of keys, whatever the number or the length of the records, and the slices are counted into
+an exact int64 accumulator: a dense array when the key space is small, else sorted (key, count)
+runs merged as they grow. Scratch memory is therefore bounded by a constant (`scratch_bytes`,
+default 256 MiB, at most an eighth of the memory budget); only the accumulator grows, with the
+number of distinct candidates, and when it would not fit in the budget the count stops with a
+ResourceError (dpfim never approximates). Plain numpy: the measurements behind that choice are in
+docs/performance.md.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
+from dpfim.errors import ResourceError
 from dpfim.readers import Records
+
+MiB = 1 << 20
+GiB = 1 << 30
+DEFAULT_SCRATCH = 256 * MiB
+# Bytes of scratch per generated candidate key (the int64 temporaries of one slice, measured
+# with tracemalloc on the shared data sets: ~60 B; rounded up).
+BYTES_PER_KEY = 96
+# A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
+BYTES_PER_DISTINCT = 48
+
+
+def default_max_memory() -> int:
+    """Half the machine's RAM, at most 8 GiB (the --max-memory default)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = 4 * GiB
+    return int(min(8 * GiB, total // 2))
 
 
 class SupportIndex:
     """Exact supports of the r-itemsets with support >= threshold, in decreasing order.
 
     Invariant: `counts` holds the support of EVERY r-itemset with support >= `threshold` and
-    of no other; `itemsets` (item ids, each row ascending) is aligned with it. `complete` once
-    the threshold is 1: then all L nonzero-support r-itemsets are known.
+    of no other; `itemsets` (item ids, each row ascending) is aligned with it, ties in
+    lexicographic order of the item ids. `complete` once the threshold is 1: then all L
+    nonzero-support r-itemsets are known.
+
+    max_memory: the budget in bytes (default: default_max_memory()); scratch_bytes: the bound on
+    the per-slice scratch (default min(256 MiB, max_memory / 8)); tests make it tiny.
     """
 
-    def __init__(self, records: Records, size: int, *, progress: bool = False) -> None:
+    def __init__(
+        self,
+        records: Records,
+        size: int,
+        *,
+        progress: bool = False,
+        max_memory: int | None = None,
+        scratch_bytes: int | None = None,
+    ) -> None:
         if not 1 <= size <= 5:
             raise ValueError(f"itemset size must be 1..5, got {size}")
         self.n = records.n
@@ -37,8 +79,17 @@ class SupportIndex:
         self._n_items = len(records.items)
         self._indptr = records.indptr
         self._indices = records.indices
-        self._by_item: tuple[np.ndarray, np.ndarray] | None = None
-        self.item_support = np.bincount(records.indices, minlength=self._n_items).astype(np.int64)
+        self.max_memory = default_max_memory() if max_memory is None else int(max_memory)
+        scratch = min(DEFAULT_SCRATCH, self.max_memory // 8)
+        if scratch_bytes is not None:
+            scratch = scratch_bytes
+        self._slice = max(16, scratch // (BYTES_PER_KEY * size))
+        data_bytes = records.indptr.nbytes + records.indices.nbytes
+        self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        self.seconds = 0.0  # time spent counting, for --verbose
+        self.passes = 0
+        t0 = time.perf_counter()
+        self.item_support = self._item_supports()
         self.counts = np.zeros(0, dtype=np.int64)
         self.itemsets = np.zeros((0, size), dtype=np.int32)
         top = np.sort(self.item_support)[::-1]
@@ -46,6 +97,7 @@ class SupportIndex:
         bound = int(top[size - 1]) if len(top) >= size else 0
         self.threshold = bound + 1 if bound > 0 else 1
         self._next = bound if bound > 0 else 1
+        self.seconds += time.perf_counter() - t0
 
     @property
     def complete(self) -> bool:
@@ -54,24 +106,43 @@ class SupportIndex:
     def ensure(self, depth: int) -> None:
         """Lower the threshold until at least `depth` itemsets are known, or all are."""
         while len(self.counts) < depth and not self.complete:
+            t0 = time.perf_counter()
             self._lower_to(self._next)
             self._next = max(1, self.threshold // 2)
+            self.seconds += time.perf_counter() - t0
 
     def support(self, itemset: Sequence[int]) -> int:
-        """The exact support of one itemset (item ids), by intersecting record lists."""
-        if self._by_item is None:
-            row_of = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self._indptr))
-            order = np.argsort(self._indices, kind="stable")
-            starts = np.searchsorted(self._indices[order], np.arange(self._n_items + 1))
-            self._by_item = (row_of[order], starts)
-        rows_by_item, starts = self._by_item
-        rows: np.ndarray | None = None
-        for item in itemset:
-            col = rows_by_item[starts[item] : starts[item + 1]]
-            rows = col if rows is None else np.intersect1d(rows, col, assume_unique=True)
-        return self.n if rows is None else len(rows)
+        """The exact support of one itemset (item ids), one bounded pass over the records."""
+        ids = np.unique(np.asarray(itemset, dtype=np.int32))
+        if len(ids) == 0:
+            return self.n
+        total = 0
+        for r0, r1 in self._batches():
+            base = int(self._indptr[r0])
+            hit = np.isin(self._indices[base : int(self._indptr[r1])], ids)
+            per_row = _per_row(hit, self._indptr[r0 : r1 + 1] - base)
+            total += int(np.count_nonzero(per_row == len(ids)))
+        return total
 
     # --- enumeration -------------------------------------------------------------------------
+
+    def _item_supports(self) -> np.ndarray:
+        out = np.zeros(self._n_items, dtype=np.int64)
+        step = max(self._slice, self._n_items)
+        for a in range(0, len(self._indices), step):
+            out += np.bincount(self._indices[a : a + step], minlength=self._n_items)
+        return out
+
+    def _batches(self) -> Iterator[tuple[int, int]]:
+        """Consecutive record ranges [r0, r1) of at most one slice of item occurrences each
+        (or a single longer record)."""
+        indptr = self._indptr
+        r0 = 0
+        while r0 < self.n:
+            r1 = int(np.searchsorted(indptr, indptr[r0] + self._slice, side="right")) - 1
+            r1 = min(max(r1, r0 + 1), self.n)
+            yield r0, r1
+            r0 = r1
 
     def _lower_to(self, s: int) -> None:
         counts, itemsets = self._enumerate(s)
@@ -85,114 +156,205 @@ class SupportIndex:
         frequent = np.flatnonzero(self.item_support >= s)
         if self.size == 1:
             return self.item_support[frequent], frequent.reshape(-1, 1).astype(np.int32)
-        parts_c: list[np.ndarray] = []
-        parts_i: list[np.ndarray] = []
-        if len(frequent) >= self.size:
-            indptr, cols = self._project(frequent, self.size)
-            for c, items in self._extend(indptr, cols, frequent, [], self.size, s):
-                parts_c.append(c)
-                parts_i.append(items)
-        if not parts_c:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
-        return np.concatenate(parts_c), np.concatenate(parts_i).astype(np.int32)
+        empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
+        width = len(frequent)
+        if width < self.size:
+            return empty
+        remap = np.full(self._n_items, -1, dtype=np.int32)
+        remap[frequent] = np.arange(width, dtype=np.int32)
+        levels: list[np.ndarray] = []  # frequent keys of sizes 2..k-1, ascending
+        rows = np.arange(width, dtype=np.int64).reshape(-1, 1)  # local ids of the level's sets
+        counts = np.zeros(0, dtype=np.int64)
+        for k in range(2, self.size + 1):
+            keys, counts = self._count_level(remap, width, levels, k, s)
+            if len(keys) == 0:
+                return empty
+            levels.append(keys)
+            rows = np.column_stack((rows[keys // width], keys % width))
+        return counts, frequent[rows].astype(np.int32)
 
-    def _project(self, columns: np.ndarray, min_items: int) -> tuple[np.ndarray, np.ndarray]:
-        """The records restricted to `columns` (item ids, ascending), relabelled 0..len-1,
-        keeping only records with at least `min_items` of them: CSR (indptr, cols)."""
-        remap = np.full(self._n_items, -1, dtype=np.int64)
-        remap[columns] = np.arange(len(columns))
-        cols = remap[self._indices]
-        row_of = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self._indptr))
-        keep = cols >= 0
-        return _compact(row_of[keep], cols[keep], self.n, min_items)
+    def _count_level(
+        self, remap: np.ndarray, width: int, levels: list[np.ndarray], k: int, s: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
+        (keys ascending, supports). A key is (prefix id) * width + last item."""
+        n_prefixes = width if k == 2 else len(levels[-1])
+        acc = _Accumulator(n_prefixes * width, self._slice, self._room, self.size, s)
+        bar = self._bar(f"counting {k}-itemsets (s={s})")
+        self.passes += 1
+        for r0, r1 in self._batches():
+            cols, ends, longest = self._project(remap, r0, r1, k)
+            if k == 2:  # one record's pairs are distinct candidates already
+                acc.require(longest * (longest - 1) // 2)
+            if len(cols):
+                ids = cols.astype(np.int64)
+                pos = np.arange(len(cols), dtype=np.int64)
+                for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
+                    acc.add(keys)
+            if bar is not None:
+                bar.update(r1 - r0)
+        if bar is not None:
+            bar.close()
+        return acc.result()
+
+    def _project(
+        self, remap: np.ndarray, r0: int, r1: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Records r0..r1-1 restricted to the frequent items (local ids), keeping only those
+        with at least k of them: (cols, end position of each element's record, longest)."""
+        base = int(self._indptr[r0])
+        local = remap[self._indices[base : int(self._indptr[r1])]]
+        keep = local >= 0
+        lengths = _per_row(keep, self._indptr[r0 : r1 + 1] - base)
+        long_enough = lengths >= k
+        cols = local[keep][np.repeat(long_enough, lengths)]
+        lengths = lengths[long_enough]
+        ends = np.repeat(np.cumsum(lengths), lengths)
+        return cols, ends, int(lengths.max()) if len(lengths) else 0
 
     def _extend(
         self,
-        indptr: np.ndarray,
+        ids: np.ndarray,
+        pos: np.ndarray,
         cols: np.ndarray,
-        items: np.ndarray,
-        prefix: list[int],
+        ends: np.ndarray,
+        width: int,
+        levels: list[np.ndarray],
+        j: int,
         k: int,
-        s: int,
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Itemsets prefix + (k items from `items`, the local columns) with support >= s."""
-        width = len(items)
-        if k == 2:
-            keys = _pair_keys(indptr, cols, width)
-            if width * width <= 1 << 24:
-                counts = np.bincount(keys, minlength=width * width)
-                found = np.flatnonzero(counts >= s)
-                support = counts[found]
-            else:
-                uniq, support = np.unique(keys, return_counts=True)
-                hit = support >= s
-                found, support = uniq[hit], support[hit]
-            if len(found):
-                block = np.empty((len(found), len(prefix) + 2), dtype=np.int64)
-                block[:, : len(prefix)] = prefix
-                block[:, -2] = items[found // width]
-                block[:, -1] = items[found % width]
-                yield support.astype(np.int64), block
-            return
-        row_of = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
-        by_col = np.argsort(cols, kind="stable")
-        col_start = np.searchsorted(cols[by_col], np.arange(width + 1))
-        todo = np.flatnonzero(np.diff(col_start) >= s)
-        bar = None
-        if self._progress and not prefix:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(todo), desc=f"counting (s={s})", file=sys.stderr, leave=False)
-        for a in todo.tolist():
-            if bar is not None:
-                bar.update(1)
-            rows = row_of[by_col[col_start[a] : col_start[a + 1]]]
-            # the elements of those rows after item a (rows are sorted, so "after" is "> a")
-            lengths = indptr[rows + 1] - indptr[rows]
-            elems = np.repeat(indptr[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(
-                int(lengths.sum())
-            )
-            sub_cols = cols[elems]
-            sub_rows = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-            after = sub_cols > a
-            sub_cols, sub_rows = sub_cols[after], sub_rows[after]
-            support = np.bincount(sub_cols, minlength=width)
-            keep = np.flatnonzero(support >= s)
-            if len(keep) < k - 1:
+    ) -> Iterator[np.ndarray]:
+        """Extend occurrences of frequent (j-1)-itemsets (id, last position) by one later item
+        of the same record; at j == k yield the candidate keys, else recurse on the frequent
+        ones. Each slice holds at most self._slice new occurrences."""
+        for parent, partner in _partners(pos, ends, self._slice):
+            keys = ids[parent] * width + cols[partner]
+            if j >= 3:  # the last two items must form a frequent pair too (Apriori)
+                pair = cols[pos[parent]].astype(np.int64) * width + cols[partner]
+                ok = _member(levels[0], pair)
+                keys, partner = keys[ok], partner[ok]
+            if j == k:
+                yield keys
                 continue
-            remap = np.full(width, -1, dtype=np.int64)
-            remap[keep] = np.arange(len(keep))
-            local = remap[sub_cols]
-            ok = local >= 0
-            sub_indptr, sub_local = _compact(sub_rows[ok], local[ok], len(rows), k - 1)
-            yield from self._extend(
-                sub_indptr, sub_local, items[keep], [*prefix, int(items[a])], k - 1, s
-            )
-        if bar is not None:
-            bar.close()
+            found = levels[j - 2]
+            at = np.searchsorted(found, keys)
+            at[at == len(found)] = 0
+            ok = found[at] == keys
+            yield from self._extend(at[ok], partner[ok], cols, ends, width, levels, j + 1, k)
+
+    def _bar(self, desc: str) -> Any:
+        if not self._progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=self.n, desc=desc, unit="rec", file=sys.stderr, leave=False, delay=1.0)
 
 
-def _compact(
-    row_of: np.ndarray, cols: np.ndarray, n_rows: int, min_items: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the rows with at least min_items entries (row_of non-decreasing, cols sorted
-    within each row), renumbered consecutively."""
-    per_row = np.bincount(row_of, minlength=n_rows)
-    useful = per_row >= min_items  # a shorter record holds no such itemset
-    sel = useful[row_of]
-    kept = per_row[useful]
-    indptr = np.concatenate(([0], np.cumsum(kept))).astype(np.int64)
-    return indptr, cols[sel]
+def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    at = np.searchsorted(sorted_keys, keys)
+    at[at == len(sorted_keys)] = 0
+    hit: np.ndarray = sorted_keys[at] == keys
+    return hit
 
 
-def _pair_keys(indptr: np.ndarray, cols: np.ndarray, width: int) -> np.ndarray:
-    """a * width + b for every pair a < b of columns inside each row (rows sorted)."""
-    lengths = np.diff(indptr)
-    offset = np.arange(len(cols)) - np.repeat(indptr[:-1], lengths)
-    after = np.repeat(lengths, lengths) - offset - 1  # partners to the right of each element
-    total = int(after.sum())
-    left = np.repeat(np.arange(len(cols)), after)
-    first = np.cumsum(after) - after
-    right = left + 1 + (np.arange(total) - np.repeat(first, after))
-    keys: np.ndarray = cols[left] * width + cols[right]
-    return keys
+def _per_row(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """How many flags are set in each row, rows given by their bounds (length rows + 1)."""
+    cum = np.zeros(len(flags) + 1, dtype=np.int64)
+    np.cumsum(flags, out=cum[1:])
+    out: np.ndarray = cum[bounds[1:]] - cum[bounds[:-1]]
+    return out
+
+
+def _partners(
+    pos: np.ndarray, ends: np.ndarray, limit: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (occurrence index i, position q) with pos[i] < q < ends[pos[i]], in slices of at
+    most `limit` pairs; a single occurrence with more partners is split across slices."""
+    if len(pos) == 0:
+        return
+    after = ends[pos] - pos - 1
+    cum = np.cumsum(after)
+    total = int(cum[-1])
+    start = 0
+    while start < total:
+        stop = min(start + limit, total)
+        i0 = int(np.searchsorted(cum, start, side="right"))
+        i1 = int(np.searchsorted(cum, stop - 1, side="right")) + 1
+        cnt = after[i0:i1].copy()
+        skip = start - (int(cum[i0]) - int(after[i0]))
+        cnt[0] -= skip
+        cnt[-1] -= int(cum[i1 - 1]) - stop
+        parent = np.repeat(np.arange(i0, i1, dtype=np.int64), cnt)
+        offset = np.arange(stop - start, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        offset[: cnt[0]] += skip
+        yield parent, pos[parent] + 1 + offset
+        start = stop
+
+
+class _Accumulator:
+    """Exact int64 counts of candidate keys in [0, space): dense when small, else sorted runs."""
+
+    def __init__(self, space: int, slice_len: int, room: int, size: int, s: int) -> None:
+        self._dense: np.ndarray | None = None
+        self._size = size
+        self._s = s
+        self._room = room
+        self._slice = slice_len
+        if space * 8 <= min(room // 2, max(slice_len * BYTES_PER_KEY, 64 * MiB)):
+            self._dense = np.zeros(space, dtype=np.int64)
+        self._space = space
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_len = 0
+
+    def add(self, keys: np.ndarray) -> None:
+        if len(keys) == 0:
+            return
+        if self._dense is not None:
+            if len(keys) * 8 >= self._space:
+                self._dense += np.bincount(keys, minlength=self._space)
+            else:
+                uniq, cnt = np.unique(keys, return_counts=True)
+                self._dense[uniq] += cnt
+            return
+        uniq, cnt = np.unique(keys, return_counts=True)
+        self._pending.append((uniq, cnt.astype(np.int64)))
+        self._pending_len += len(uniq)
+        if self._pending_len >= max(len(self._keys), self._slice):
+            self._merge()
+
+    def require(self, distinct: int) -> None:
+        """At least `distinct` different keys will be counted: stop now if they cannot fit."""
+        if self._dense is None and distinct * BYTES_PER_DISTINCT > self._room:
+            self._refuse()
+
+    def _refuse(self) -> None:
+        raise ResourceError(
+            f"exact counting of the {self._size}-itemsets needs more memory than "
+            f"--max-memory allows ({self._room // MiB} MiB left for counting); dpfim never "
+            "approximates: cap the record length with --max-record-items B (a private, "
+            "record-local truncation), or raise --max-memory"
+        )
+
+    def _merge(self) -> None:
+        if not self._pending:
+            return
+        keys = np.concatenate([self._keys, *(k for k, _ in self._pending)])
+        counts = np.concatenate([self._counts, *(c for _, c in self._pending)])
+        self._pending, self._pending_len = [], 0
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        self._keys = keys[first]
+        self._counts = np.add.reduceat(counts, first) if len(first) else counts[:0]
+        if len(self._keys) * BYTES_PER_DISTINCT > self._room:
+            self._refuse()
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys ascending, counts) of the keys counted at least s times."""
+        if self._dense is not None:
+            found = np.flatnonzero(self._dense >= self._s)
+            return found.astype(np.int64), self._dense[found]
+        self._merge()
+        hit = self._counts >= self._s
+        return self._keys[hit], self._counts[hit]
