@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,17 @@ def default_max_memory() -> int:
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         total = 4 * GiB
     return int(min(8 * GiB, total // 2))
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Records to count: CSR over local ids; items[j] is the global id of local id j (None:
+    local ids are global ids). Holds every item with support >= s."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    items: np.ndarray | None
+    s: int
 
 
 class SupportIndex:
@@ -86,6 +98,9 @@ class SupportIndex:
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        self._full = _Source(records.indptr, records.indices, None, 1)
+        self._proj: _Source | None = None
+        self._buffers: dict[str, np.ndarray] = {}
         self.seconds = 0.0  # time spent counting, for --verbose
         self.passes = 0
         t0 = time.perf_counter()
@@ -117,7 +132,7 @@ class SupportIndex:
         if len(ids) == 0:
             return self.n
         total = 0
-        for r0, r1 in self._batches():
+        for r0, r1 in self._batches(self._full):
             base = int(self._indptr[r0])
             hit = np.isin(self._indices[base : int(self._indptr[r1])], ids)
             per_row = _per_row(hit, self._indptr[r0 : r1 + 1] - base)
@@ -133,14 +148,15 @@ class SupportIndex:
             out += np.bincount(self._indices[a : a + step], minlength=self._n_items)
         return out
 
-    def _batches(self) -> Iterator[tuple[int, int]]:
+    def _batches(self, src: _Source) -> Iterator[tuple[int, int]]:
         """Consecutive record ranges [r0, r1) of at most one slice of item occurrences each
         (or a single longer record)."""
-        indptr = self._indptr
+        indptr = src.indptr
+        n = len(indptr) - 1
         r0 = 0
-        while r0 < self.n:
+        while r0 < n:
             r1 = int(np.searchsorted(indptr, indptr[r0] + self._slice, side="right")) - 1
-            r1 = min(max(r1, r0 + 1), self.n)
+            r1 = min(max(r1, r0 + 1), n)
             yield r0, r1
             r0 = r1
 
@@ -160,21 +176,69 @@ class SupportIndex:
         width = len(frequent)
         if width < self.size:
             return empty
-        remap = np.full(self._n_items, -1, dtype=np.int32)
-        remap[frequent] = np.arange(width, dtype=np.int32)
+        src = self._source_for(s)
+        if src.items is None:
+            remap = np.full(self._n_items, -1, dtype=np.int32)
+            remap[frequent] = np.arange(width, dtype=np.int32)
+        else:
+            remap = np.full(len(src.items), -1, dtype=np.int32)
+            remap[np.searchsorted(src.items, frequent)] = np.arange(width, dtype=np.int32)
         levels: list[np.ndarray] = []  # frequent keys of sizes 2..k-1, ascending
         rows = np.arange(width, dtype=np.int64).reshape(-1, 1)  # local ids of the level's sets
         counts = np.zeros(0, dtype=np.int64)
         for k in range(2, self.size + 1):
-            keys, counts = self._count_level(remap, width, levels, k, s)
+            keys, counts = self._count_level(src, remap, width, levels, k, s)
             if len(keys) == 0:
                 return empty
             levels.append(keys)
             rows = np.column_stack((rows[keys // width], keys % width))
         return counts, frequent[rows].astype(np.int32)
 
+    def _source_for(self, s: int) -> _Source:
+        """The records to count at threshold s: a cached projection onto the items with
+        support >= some s_p <= s when that is at most a third of the data (and fits the
+        budget), so that lowering the threshold a few times and counting every level does not
+        pass over all the data again; else the full data."""
+        if self._proj is not None and s >= self._proj.s:
+            return self._proj
+        top = np.sort(self.item_support)[::-1]
+        cum = np.cumsum(top)
+        total = len(self._indices)
+        cap = min(total // 3, self._room // 32)
+        n_frequent = int(np.count_nonzero(top >= s))
+        if n_frequent == 0 or cum[n_frequent - 1] > cap:
+            return self._full
+        m = int(np.searchsorted(cum, cap, side="right"))  # the m most frequent items fit
+        s_p = int(top[m]) + 1 if m < len(top) else 1
+        s_p = max(s_p, s // 8, 1)
+        items = np.flatnonzero(self.item_support >= s_p)
+        remap = np.full(self._n_items, -1, dtype=np.int32)
+        remap[items] = np.arange(len(items), dtype=np.int32)
+        parts: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        bar = self._bar(f"projecting (s={s_p})")
+        for r0, r1 in self._batches(self._full):
+            cols, lens = self._project(self._full, remap, r0, r1, self.size)
+            parts.append(cols)
+            lengths.append(lens)
+            if bar is not None:
+                bar.update(r1 - r0)
+        if bar is not None:
+            bar.close()
+        self.passes += 1
+        indptr = np.zeros(sum(len(x) for x in lengths) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(lengths), out=indptr[1:])
+        self._proj = _Source(indptr, np.concatenate(parts), items, s_p)
+        return self._proj
+
     def _count_level(
-        self, remap: np.ndarray, width: int, levels: list[np.ndarray], k: int, s: int
+        self,
+        src: _Source,
+        remap: np.ndarray,
+        width: int,
+        levels: list[np.ndarray],
+        k: int,
+        s: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
         (keys ascending, supports). A key is (prefix id) * width + last item."""
@@ -182,15 +246,18 @@ class SupportIndex:
         acc = _Accumulator(n_prefixes * width, self._slice, self._room, self.size, s)
         bar = self._bar(f"counting {k}-itemsets (s={s})")
         self.passes += 1
-        for r0, r1 in self._batches():
-            cols, ends, longest = self._project(remap, r0, r1, k)
+        for r0, r1 in self._batches(src):
+            cols, lengths = self._project(src, remap, r0, r1, k)
+            if len(cols) == 0:
+                continue
             if k == 2:  # one record's pairs are distinct candidates already
+                longest = int(lengths.max())
                 acc.require(longest * (longest - 1) // 2)
-            if len(cols):
-                ids = cols.astype(np.int64)
-                pos = np.arange(len(cols), dtype=np.int64)
-                for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
-                    acc.add(keys)
+            ends = np.repeat(np.cumsum(lengths), lengths)
+            ids = cols.astype(np.int64)
+            pos = np.arange(len(cols), dtype=np.int64)
+            for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
+                acc.add(keys)
             if bar is not None:
                 bar.update(r1 - r0)
         if bar is not None:
@@ -198,19 +265,31 @@ class SupportIndex:
         return acc.result()
 
     def _project(
-        self, remap: np.ndarray, r0: int, r1: int, k: int
-    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """Records r0..r1-1 restricted to the frequent items (local ids), keeping only those
-        with at least k of them: (cols, end position of each element's record, longest)."""
-        base = int(self._indptr[r0])
-        local = remap[self._indices[base : int(self._indptr[r1])]]
-        keep = local >= 0
-        lengths = _per_row(keep, self._indptr[r0 : r1 + 1] - base)
+        self, src: _Source, remap: np.ndarray, r0: int, r1: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Records r0..r1-1 of src restricted to the items remap sends to >= 0 (local ids),
+        keeping only those with at least k of them: (cols, length of each kept record)."""
+        base = int(src.indptr[r0])
+        stop = int(src.indptr[r1])
+        local = self._buffer("local", stop - base, np.int32)
+        np.take(remap, src.indices[base:stop], out=local)
+        keep = self._buffer("keep", stop - base, np.bool_)
+        np.greater_equal(local, 0, out=keep)
+        lengths = _per_row(keep, src.indptr[r0 : r1 + 1] - base)
         long_enough = lengths >= k
-        cols = local[keep][np.repeat(long_enough, lengths)]
-        lengths = lengths[long_enough]
-        ends = np.repeat(np.cumsum(lengths), lengths)
-        return cols, ends, int(lengths.max()) if len(lengths) else 0
+        cols = local[keep]
+        if not long_enough.all():
+            cols = cols[np.repeat(long_enough, lengths)]
+            lengths = lengths[long_enough]
+        return cols, lengths
+
+    def _buffer(self, name: str, n: int, dtype: type) -> np.ndarray:
+        """A reused scratch array of at least n elements (fresh pages fault in slowly)."""
+        buf = self._buffers.get(name)
+        if buf is None or len(buf) < n:
+            buf = np.empty(max(n, self._slice), dtype=dtype)
+            self._buffers[name] = buf
+        return buf[:n]
 
     def _extend(
         self,
