@@ -183,14 +183,15 @@ class SupportIndex:
         else:
             remap = np.full(len(src.items), -1, dtype=np.int32)
             remap[np.searchsorted(src.items, frequent)] = np.arange(width, dtype=np.int32)
-        levels: list[np.ndarray] = []  # frequent keys of sizes 2..k-1, ascending
+        levels: list[_Lookup] = []  # frequent keys of sizes 2..k-1
         rows = np.arange(width, dtype=np.int64).reshape(-1, 1)  # local ids of the level's sets
         counts = np.zeros(0, dtype=np.int64)
         for k in range(2, self.size + 1):
             keys, counts = self._count_level(src, remap, width, levels, k, s)
             if len(keys) == 0:
                 return empty
-            levels.append(keys)
+            space = width * (width if k == 2 else len(levels[-1].keys))
+            levels.append(_Lookup(keys, space, self._slice))
             rows = np.column_stack((rows[keys // width], keys % width))
         return counts, frequent[rows].astype(np.int32)
 
@@ -236,13 +237,13 @@ class SupportIndex:
         src: _Source,
         remap: np.ndarray,
         width: int,
-        levels: list[np.ndarray],
+        levels: list[_Lookup],
         k: int,
         s: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
         (keys ascending, supports). A key is (prefix id) * width + last item."""
-        n_prefixes = width if k == 2 else len(levels[-1])
+        n_prefixes = width if k == 2 else len(levels[-1].keys)
         acc = _Accumulator(n_prefixes * width, self._slice, self._room, self.size, s)
         bar = self._bar(f"counting {k}-itemsets (s={s})")
         self.passes += 1
@@ -298,7 +299,7 @@ class SupportIndex:
         cols: np.ndarray,
         ends: np.ndarray,
         width: int,
-        levels: list[np.ndarray],
+        levels: list[_Lookup],
         j: int,
         k: int,
     ) -> Iterator[np.ndarray]:
@@ -309,15 +310,13 @@ class SupportIndex:
             keys = ids[parent] * width + cols[partner]
             if j >= 3:  # the last two items must form a frequent pair too (Apriori)
                 pair = cols[pos[parent]].astype(np.int64) * width + cols[partner]
-                ok = _member(levels[0], pair)
+                ok = levels[0].find(pair) >= 0
                 keys, partner = keys[ok], partner[ok]
             if j == k:
                 yield keys
                 continue
-            found = levels[j - 2]
-            at = np.searchsorted(found, keys)
-            at[at == len(found)] = 0
-            ok = found[at] == keys
+            at = levels[j - 2].find(keys)
+            ok = at >= 0
             yield from self._extend(at[ok], partner[ok], cols, ends, width, levels, j + 1, k)
 
     def _bar(self, desc: str) -> Any:
@@ -328,11 +327,24 @@ class SupportIndex:
         return tqdm(total=self.n, desc=desc, unit="rec", file=sys.stderr, leave=False, delay=1.0)
 
 
-def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    at = np.searchsorted(sorted_keys, keys)
-    at[at == len(sorted_keys)] = 0
-    hit: np.ndarray = sorted_keys[at] == keys
-    return hit
+class _Lookup:
+    """The frequent keys of one level (ascending): key -> its rank, or -1. A dense table when
+    the key space is small, else binary search."""
+
+    def __init__(self, keys: np.ndarray, space: int, dense_limit: int) -> None:
+        self.keys = keys
+        self._table: np.ndarray | None = None
+        if space <= dense_limit:
+            self._table = np.full(space, -1, dtype=np.int64)
+            self._table[keys] = np.arange(len(keys))
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        if self._table is not None:
+            found: np.ndarray = self._table[keys]
+            return found
+        at = np.searchsorted(self.keys, keys)
+        at[at == len(self.keys)] = 0
+        return np.where(self.keys[at] == keys, at, -1)
 
 
 def _per_row(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
