@@ -21,6 +21,7 @@ from dpfim.params import (
     check_delta,
     check_ell_max,
     check_eps,
+    check_memory,
     check_size,
     fraction_to_float,
 )
@@ -142,12 +143,15 @@ def mine(
     fmt: str | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
 
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
+    RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
     opts = check_options(
         size=size,
@@ -160,6 +164,7 @@ def mine(
         universe_given=universe is not None,
         max_record_items=max_record_items,
     )
+    budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
@@ -178,6 +183,7 @@ def mine(
         progress,
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
+        max_memory=budget,
     )
 
 
@@ -201,11 +207,13 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    max_memory: as in mine().
     """
     diag = diagnostics or Diagnostics()
     opts = check_options(
@@ -223,6 +231,7 @@ def mine_file(
         raise ParameterError(
             f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
         )
+    budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
     check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
@@ -252,6 +261,7 @@ def mine_file(
         progress,
         diag,
         max_record_items=max_record_items,
+        max_memory=budget,
     )
 
 
@@ -265,6 +275,7 @@ def _mine(
     diag: Diagnostics,
     *,
     max_record_items: int | None = None,
+    max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
     universe_size = None
@@ -278,14 +289,18 @@ def _mine(
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
-    index = SupportIndex(records, opts.size, progress=progress)
+    index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
     out, params_extra, ledger = run_mechanism(
         index, opts, source, universe_size, max_record_items=max_record_items
     )
     itemset = _name(out, index, records, opts.size, source)
-    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    diag.timings["count"] = index.seconds
+    diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
     diag.facts.update(
         {
+            "memory budget (MiB)": index.max_memory >> 20,
+            "counting passes over the records": index.passes,
+            "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": records.n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
@@ -323,6 +338,15 @@ def _mine(
             "n is public under replace-one neighbours; never released under add-remove"
         )
     return build(**fields, params=params, ledger=ledger, private=private)
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak >> 20 if sys.platform == "darwin" else peak >> 10)
 
 
 def run_mechanism(

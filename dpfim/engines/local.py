@@ -95,6 +95,7 @@ class SupportIndex:
         scratch = min(DEFAULT_SCRATCH, self.max_memory // 8)
         if scratch_bytes is not None:
             scratch = scratch_bytes
+        self._scratch = scratch
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
@@ -244,7 +245,7 @@ class SupportIndex:
         """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
         (keys ascending, supports). A key is (prefix id) * width + last item."""
         n_prefixes = width if k == 2 else len(levels[-1].keys)
-        acc = _Accumulator(n_prefixes * width, self._slice, self._room, self.size, s)
+        acc = _Accumulator(n_prefixes * width, self._scratch, self._room, self.size, s)
         bar = self._bar(f"counting {k}-itemsets (s={s})")
         self.passes += 1
         for r0, r1 in self._batches(src):
@@ -384,13 +385,13 @@ def _partners(
 class _Accumulator:
     """Exact int64 counts of candidate keys in [0, space): dense when small, else sorted runs."""
 
-    def __init__(self, space: int, slice_len: int, room: int, size: int, s: int) -> None:
+    def __init__(self, space: int, scratch: int, room: int, size: int, s: int) -> None:
         self._dense: np.ndarray | None = None
         self._size = size
         self._s = s
         self._room = room
-        self._slice = slice_len
-        if space * 8 <= min(room // 2, max(slice_len * BYTES_PER_KEY, 64 * MiB)):
+        self._slice = max(16, scratch // BYTES_PER_KEY)
+        if space * 8 <= min(room // 2, scratch):
             self._dense = np.zeros(space, dtype=np.int64)
         self._space = space
         self._keys = np.zeros(0, dtype=np.int64)
