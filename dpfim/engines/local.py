@@ -40,6 +40,17 @@ DEFAULT_SCRATCH = 256 * MiB
 BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
+# From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
+# their dense tables fit; below it numba's import alone would cost more than the counting.
+COMPILED_MIN = 4_000_000
+
+
+def _load_compiled() -> Any:
+    try:
+        from dpfim.engines import _compiled
+    except ImportError:  # numba missing or unusable here: the numpy path is exact too
+        return None
+    return _compiled
 
 
 def default_max_memory() -> int:
@@ -72,6 +83,7 @@ class SupportIndex:
 
     max_memory: the budget in bytes (default: default_max_memory()); scratch_bytes: the bound on
     the per-slice scratch (default min(256 MiB, max_memory / 8)); tests make it tiny.
+    compiled: use the numba kernels (None: from COMPILED_MIN occurrences on, if numba imports).
     """
 
     def __init__(
@@ -82,6 +94,7 @@ class SupportIndex:
         progress: bool = False,
         max_memory: int | None = None,
         scratch_bytes: int | None = None,
+        compiled: bool | None = None,
     ) -> None:
         if not 1 <= size <= 5:
             raise ValueError(f"itemset size must be 1..5, got {size}")
@@ -99,6 +112,8 @@ class SupportIndex:
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        big = len(records.indices) >= COMPILED_MIN
+        self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
         self._full = _Source(records.indptr, records.indices, None, 1)
         self._proj: _Source | None = None
         self._buffers: dict[str, np.ndarray] = {}
@@ -198,7 +213,7 @@ class SupportIndex:
 
     def _source_for(self, s: int) -> _Source:
         """The records to count at threshold s: a cached projection onto the items with
-        support >= some s_p <= s when that is at most a third of the data (and fits the
+        support >= some s_p <= s when that is at most half of the data (and fits the
         budget), so that lowering the threshold a few times and counting every level does not
         pass over all the data again; else the full data."""
         if self._proj is not None and s >= self._proj.s:
@@ -206,7 +221,7 @@ class SupportIndex:
         top = np.sort(self.item_support)[::-1]
         cum = np.cumsum(top)
         total = len(self._indices)
-        cap = min(total // 3, self._room // 32)
+        cap = min(total // 2, self._room // 32)
         n_frequent = int(np.count_nonzero(top >= s))
         if n_frequent == 0 or cum[n_frequent - 1] > cap:
             return self._full
@@ -220,7 +235,16 @@ class SupportIndex:
         lengths: list[np.ndarray] = []
         bar = self._bar(f"projecting (s={s_p})")
         for r0, r1 in self._batches(self._full):
-            cols, lens = self._project(self._full, remap, r0, r1, self.size)
+            if self._kernels is not None:
+                base, stop = int(self._indptr[r0]), int(self._indptr[r1])
+                out_cols = self._buffer("cols", stop - base, np.int32)
+                out_lens = self._buffer("lens", r1 - r0, np.int64)
+                n_cols, n_rows = self._kernels.project(
+                    self._indptr, self._indices, remap, r0, r1, self.size, out_cols, out_lens
+                )
+                cols, lens = out_cols[:n_cols].copy(), out_lens[:n_rows].copy()
+            else:
+                cols, lens = self._project(self._full, remap, r0, r1, self.size)
             parts.append(cols)
             lengths.append(lens)
             if bar is not None:
@@ -248,6 +272,10 @@ class SupportIndex:
         acc = _Accumulator(n_prefixes * width, self._scratch, self._room, self.size, s)
         bar = self._bar(f"counting {k}-itemsets (s={s})")
         self.passes += 1
+        tables = self._flat_tables(levels) if acc.dense is not None else None
+        if self._kernels is not None and acc.dense is not None and tables is not None:
+            self._count_compiled(src, remap, width, tables, k, acc.dense, bar)
+            return acc.result()
         for r0, r1 in self._batches(src):
             cols, lengths = self._project(src, remap, r0, r1, k)
             if len(cols) == 0:
@@ -265,6 +293,57 @@ class SupportIndex:
         if bar is not None:
             bar.close()
         return acc.result()
+
+    def _flat_tables(self, levels: list[_Lookup]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The dense lookup tables of levels 2..k-1 in one array, with offsets[j] the start of
+        level j's table; None if one of them is not dense."""
+        offsets = np.zeros(self.size + 1, dtype=np.int64)
+        parts = [np.full(1, -1, dtype=np.int64)]
+        start = 1
+        for j, level in enumerate(levels, start=2):
+            if level.table is None:
+                return None
+            offsets[j] = start
+            parts.append(level.table)
+            start += len(level.table)
+        return np.concatenate(parts), offsets
+
+    def _count_compiled(
+        self,
+        src: _Source,
+        remap: np.ndarray,
+        width: int,
+        tables: tuple[np.ndarray, np.ndarray],
+        k: int,
+        out: np.ndarray,
+        bar: Any,
+    ) -> None:
+        """Count into the dense `out` with the compiled kernel, on two threads (each with its
+        own copy of `out`) when that copy fits the scratch budget."""
+        kernel = self._kernels.count_dense
+        batches = list(self._batches(src))
+        flat, offsets = tables
+        threads = 2 if (os.cpu_count() or 1) > 1 and out.nbytes <= self._scratch // 2 else 1
+
+        def work(part: int, target: np.ndarray) -> None:
+            for r0, r1 in batches[part::threads]:
+                kernel(src.indptr, src.indices, remap, r0, r1, k, width, flat, offsets, target)
+                if bar is not None:
+                    bar.update(r1 - r0)
+
+        if threads == 1:
+            work(0, out)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            other = np.zeros_like(out)
+            with ThreadPoolExecutor(2) as pool:
+                done = [pool.submit(work, 0, out), pool.submit(work, 1, other)]
+                for future in done:
+                    future.result()
+            out += other
+        if bar is not None:
+            bar.close()
 
     def _project(
         self, src: _Source, remap: np.ndarray, r0: int, r1: int, k: int
@@ -334,14 +413,14 @@ class _Lookup:
 
     def __init__(self, keys: np.ndarray, space: int, dense_limit: int) -> None:
         self.keys = keys
-        self._table: np.ndarray | None = None
+        self.table: np.ndarray | None = None
         if space <= dense_limit:
-            self._table = np.full(space, -1, dtype=np.int64)
-            self._table[keys] = np.arange(len(keys))
+            self.table = np.full(space, -1, dtype=np.int64)
+            self.table[keys] = np.arange(len(keys))
 
     def find(self, keys: np.ndarray) -> np.ndarray:
-        if self._table is not None:
-            found: np.ndarray = self._table[keys]
+        if self.table is not None:
+            found: np.ndarray = self.table[keys]
             return found
         at = np.searchsorted(self.keys, keys)
         at[at == len(self.keys)] = 0
@@ -386,13 +465,13 @@ class _Accumulator:
     """Exact int64 counts of candidate keys in [0, space): dense when small, else sorted runs."""
 
     def __init__(self, space: int, scratch: int, room: int, size: int, s: int) -> None:
-        self._dense: np.ndarray | None = None
+        self.dense: np.ndarray | None = None
         self._size = size
         self._s = s
         self._room = room
         self._slice = max(16, scratch // BYTES_PER_KEY)
         if space * 8 <= min(room // 2, scratch):
-            self._dense = np.zeros(space, dtype=np.int64)
+            self.dense = np.zeros(space, dtype=np.int64)
         self._space = space
         self._keys = np.zeros(0, dtype=np.int64)
         self._counts = np.zeros(0, dtype=np.int64)
@@ -402,12 +481,12 @@ class _Accumulator:
     def add(self, keys: np.ndarray) -> None:
         if len(keys) == 0:
             return
-        if self._dense is not None:
+        if self.dense is not None:
             if len(keys) * 8 >= self._space:
-                self._dense += np.bincount(keys, minlength=self._space)
+                self.dense += np.bincount(keys, minlength=self._space)
             else:
                 uniq, cnt = np.unique(keys, return_counts=True)
-                self._dense[uniq] += cnt
+                self.dense[uniq] += cnt
             return
         uniq, cnt = np.unique(keys, return_counts=True)
         self._pending.append((uniq, cnt.astype(np.int64)))
@@ -417,7 +496,7 @@ class _Accumulator:
 
     def require(self, distinct: int) -> None:
         """At least `distinct` different keys will be counted: stop now if they cannot fit."""
-        if self._dense is None and distinct * BYTES_PER_DISTINCT > self._room:
+        if self.dense is None and distinct * BYTES_PER_DISTINCT > self._room:
             self._refuse()
 
     def _refuse(self) -> None:
@@ -444,9 +523,9 @@ class _Accumulator:
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys ascending, counts) of the keys counted at least s times."""
-        if self._dense is not None:
-            found = np.flatnonzero(self._dense >= self._s)
-            return found.astype(np.int64), self._dense[found]
+        if self.dense is not None:
+            found = np.flatnonzero(self.dense >= self._s)
+            return found.astype(np.int64), self.dense[found]
         self._merge()
         hit = self._counts >= self._s
         return self._keys[hit], self._counts[hit]
