@@ -53,6 +53,41 @@ def test_tiny_slices_count_exactly(
     assert index.complete and len(index.counts) == len(truth)
 
 
+@settings(max_examples=120, deadline=None)
+@given(data=records_strategy, r=st.integers(1, 5), depths=st.lists(st.integers(1, 80), max_size=3))
+def test_compiled_kernels_count_exactly(data: list[list[str]], r: int, depths: list[int]) -> None:
+    pytest.importorskip("numba")
+    records = from_transactions(data)
+    truth = brute_force(data, r)
+    index = SupportIndex(records, r, compiled=True)
+    assert index._kernels is not None
+    for depth in [*depths, 10**9]:
+        index.ensure(depth)
+        assert known(index, records) == {k: v for k, v in truth.items() if v >= index.threshold}
+    assert index.complete and len(index.counts) == len(truth)
+
+
+def test_compiled_projection_matches_numpy() -> None:
+    """A projection cache built by the kernel and by numpy gives the same counts at every depth."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    data = []
+    for _ in range(3000):  # five popular items, and rare ones: the popular ones are projected
+        popular = [f"p{i}" for i in range(5) if rng.random() < 0.5]
+        data.append(popular + [f"r{x}" for x in rng.choice(500, rng.integers(0, 9))])
+    records = from_transactions(data)
+    a = SupportIndex(records, 3, compiled=True)
+    b = SupportIndex(records, 3, compiled=False)
+    for depth in (1, 10, 100, 10**9):
+        a.ensure(depth)
+        b.ensure(depth)
+        assert np.array_equal(a.counts, b.counts) and np.array_equal(a.itemsets, b.itemsets)
+        if depth == 1:
+            assert a._proj is not None and b._proj is not None
+            assert np.array_equal(a._proj.indices, b._proj.indices)
+    assert a.complete
+
+
 @settings(max_examples=40, deadline=None)
 @given(data=records_strategy, itemset=st.sets(st.sampled_from("abcdefghij"), max_size=4))
 def test_support_in_tiny_slices(data: list[list[str]], itemset: set[str]) -> None:
