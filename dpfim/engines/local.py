@@ -14,8 +14,14 @@ an exact int64 accumulator: a dense array when the key space is small, else sort
 runs merged as they grow. Scratch memory is therefore bounded by a constant (`scratch_bytes`,
 default 256 MiB, at most an eighth of the memory budget); only the accumulator grows, with the
 number of distinct candidates, and when it would not fit in the budget the count stops with a
-ResourceError (dpfim never approximates). Plain numpy: the measurements behind that choice are in
-docs/performance.md.
+ResourceError (dpfim never approximates).
+
+When the frequent items hold at most half of the occurrences, the records restricted to them are
+cached as a projection (at a lower threshold s/8), so that later levels and the next lowerings
+do not pass over all the data again. From COMPILED_MIN occurrences on, numba kernels
+(dpfim.engines._compiled, imported lazily) do the projection and, when the counts are dense, the
+candidate counting in one loop per record on two threads; smaller inputs never import numba.
+The measurements behind these choices are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -277,6 +283,8 @@ class SupportIndex:
             self._count_compiled(src, remap, width, tables, k, acc.dense, bar)
             return acc.result()
         for r0, r1 in self._batches(src):
+            if bar is not None:
+                bar.update(r1 - r0)
             cols, lengths = self._project(src, remap, r0, r1, k)
             if len(cols) == 0:
                 continue
@@ -288,8 +296,6 @@ class SupportIndex:
             pos = np.arange(len(cols), dtype=np.int64)
             for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
                 acc.add(keys)
-            if bar is not None:
-                bar.update(r1 - r0)
         if bar is not None:
             bar.close()
         return acc.result()
