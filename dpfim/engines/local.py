@@ -118,6 +118,7 @@ class SupportIndex:
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        t0 = time.perf_counter()  # the counting time includes numba's import
         big = len(records.indices) >= COMPILED_MIN
         self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
         self._full = _Source(records.indptr, records.indices, None, 1)
@@ -125,7 +126,6 @@ class SupportIndex:
         self._buffers: dict[str, np.ndarray] = {}
         self.seconds = 0.0  # time spent counting, for --verbose
         self.passes = 0
-        t0 = time.perf_counter()
         self.item_support = self._item_supports()
         self.counts = np.zeros(0, dtype=np.int64)
         self.itemsets = np.zeros((0, size), dtype=np.int32)
