@@ -17,6 +17,7 @@ from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
 from dpfim.errors import DpfimError, ParameterError
+from dpfim.mechanisms import lmm_tight
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
 from dpfim.readers import FORMATS
@@ -439,6 +440,8 @@ def _report(diag: Diagnostics) -> None:
 
 def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
     """Computed from public parameters only."""
+    if mechanism == lmm_tight.NAME:
+        return lmm_tight.none_hint(check_eps(eps), check_delta(delta), size)
     make = gap_split if mechanism == "lmm-gap" else paper_split
     t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
     return (
