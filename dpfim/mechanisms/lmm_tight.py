@@ -1,22 +1,25 @@
-"""lmm-tight: the large-margin mechanism with constants derived for add/remove neighbours.
+"""lmm-tight: a large-margin mechanism with its constants derived for add/remove neighbours.
 
-Search a geometric grid of ranks l = 1, 2, 4, ..., 2^J (<= ell_max) with one sparse-vector pass
-on the gap queries c(1) - c(l+1): a shared offset G ~ DLap(1/eps1), per-rank noise
-nu_l ~ DLap(1/eps2) for l >= 2 and none at l = 1; stop at the first l with
-c(1) - c(l+1) + nu_l - G > T(l). Then pick among the top l with the monotone exponential
-mechanism P(I) ~ exp(alpha_a c(I)) (at l = 1: the top itemset). Open universe: no pass -> "none";
-a zero-count pick -> "none" (named only with a declared vocabulary).
+1. Search a geometric grid of ranks l = 1, 2, 4, ..., 2^J (<= ell_max) with one sparse-vector
+   pass on the gaps c(1) - c(l+1): a shared offset G ~ DLap(1/eps1), per-rank noise
+   nu_l ~ DLap(1/eps2) for l >= 2 and none at l = 1; stop at the first l with
+   c(1) - c(l+1) + nu_l - G > T(l). No pass: the answer is none (l = "inf").
+2. Select among the top l with a thresholded exponential mechanism: each of the top l with
+   weight exp(a c(I)), "none" with weight (l/delta) exp(a (c(l+1) + 1)); a = alpha_a, or
+   alpha_a + eps2 at l = 1 (whose search spends no eps2). Open universe: a zero-count pick is none
+   (named only with a declared vocabulary).
 
 Privacy
 -------
-Neighbours: add/remove-one record ONLY (every order statistic then moves by 0 or +1, or by 0 or
--1; the proof uses that direction). Sensitivity 1 for c(1) and for every c(l+1).
-Cost: (eps, delta)-DP for the release (l, I): the output l = 1 costs eps1 (no selection budget is
-needed: a certified gap >= 2 fixes the top itemset on both neighbours), l >= 2 costs
-eps1 + eps2 + alpha_a = eps, "none" eps1; delta = sum_j delta_j (certification failure, a union
-bound over the grid with the exact tail of nu_l - G) + beta (the selection's leak).
-Preconditions: counts exact; noise exact discrete Laplace from the injected RandomSource;
-thresholds certified with interval arithmetic (integer comparisons only); n never released.
+Neighbours: add/remove-one record ONLY (every count, hence every order statistic, then moves by 0
+or +1, or by 0 or -1; both steps use that direction). Sensitivity 1 for c(1) and every c(l+1).
+Cost: (eps, delta)-DP for the release (l, I), eps = eps1 + eps2 + alpha_a. The search is pure
+DP (eps1 for l = 1 and for "none", eps1 + eps2 for l >= 2) whatever its thresholds; the selection
+is (a, delta)-DP for every fixed l: an itemset that leaves the top l between neighbours has count
+<= c(l+1) + 1, so its probability is <= delta/l against the weight of "none". Every output spends
+eps; delta is the selection's alone. The thresholds T(l) are data-independent and affect only
+utility. Preconditions: counts exact; exact discrete noise from the injected RandomSource; exact
+(certified) sampling of the selection; n never released.
 Proof: docs/privacy.md, section 18 "lmm-tight"; design: docs/lmm-tight-design.md.
 """
 
@@ -28,59 +31,44 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.mechanisms.baselines import Cost, round_up
+from dpfim.mechanisms.baselines import Cost, round_up, run_limited_domain
 from dpfim.mechanisms.selection import pick_member, select_count
 from dpfim.params import DEFAULT_ELL_MAX, log_fraction
-from dpfim.samplers import interval as iv
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
 
 NAME = "lmm-tight"
 NEIGHBOURS = ("add-remove",)
 
-# The data-independent split (docs/lmm-tight-design.md: optimised numerically at eps = 1,
-# delta = 1e-6 by benchmarks/tight_margins.py, rounded to simple rationals).
-EPS1_SHARE = Fraction(1, 2)  # offset G ~ DLap(1/eps1); the whole cost of the output l = 1
-EPS2_SHARE = Fraction(1, 4)  # per-rank noise nu_l ~ DLap(1/eps2), l >= 2
-DELTA0_SHARE = Fraction(1, 4)  # certification failure at l = 1
-GRID_DELTA_SHARE = Fraction(1, 2)  # certification failure at l = 2, 4, ..., weights 1/(j(j+1))
-
-_PREC = 256
+# The data-independent split of eps (docs/lmm-tight-design.md, chosen with
+# benchmarks/tight_margins.py and the P(top) probe there). The selection gets the rest.
+EPS1_SHARE = Fraction(1, 10)  # offset G ~ DLap(1/eps1): the search's cost at l = 1
+EPS2_SHARE = Fraction(1, 10)  # per-rank noise nu_l ~ DLap(1/eps2), l >= 2
+# T(l) is where "none" has at most 1/(1 + ODDS) of the selection's mass when only the top
+# itemset is above c(l+1) (utility only: any data-independent T keeps the guarantee).
+ODDS = 9
 
 
 @dataclass(frozen=True)
 class TightSplit:
-    """eps = eps1 + eps2 + alpha_a; delta = delta0 + delta_grid + beta (all exact rationals).
-
-    delta0: failure at l = 1; delta_grid * 1/(j(j+1)): failure at l = 2^j (j >= 1);
-    beta: what the selection may leak at l >= 2.
-    """
+    """eps = eps1 + eps2 + alpha_a (exact rationals); delta: the selection's leak."""
 
     eps1: Fraction
     eps2: Fraction
     alpha_a: Fraction
-    delta0: Fraction
-    delta_grid: Fraction
-    beta: Fraction
+    delta: Fraction
 
     def __post_init__(self) -> None:
-        parts = (self.eps1, self.eps2, self.alpha_a, self.delta0, self.delta_grid, self.beta)
-        if min(parts) <= 0:
-            raise ValueError("lmm-tight split: every share must be > 0")
-        if self.delta >= Fraction(1, 2):
-            raise ValueError("lmm-tight split: delta must be < 1/2")
+        if min(self.eps1, self.eps2, self.alpha_a) <= 0 or not 0 < self.delta < 1:
+            raise ValueError("lmm-tight split: every eps share must be > 0, delta in (0, 1)")
 
     @property
     def eps(self) -> Fraction:
         return self.eps1 + self.eps2 + self.alpha_a
 
-    @property
-    def delta(self) -> Fraction:
-        return self.delta0 + self.delta_grid + self.beta
-
-    def delta_at(self, j: int) -> Fraction:
-        """The certification-failure budget of grid rank 2^j."""
-        return self.delta0 if j == 0 else self.delta_grid / (j * (j + 1))
+    def alpha_at(self, j: int) -> Fraction:
+        """The selection's eps at l = 2^j: l = 1 also gets eps2, which its search does not use."""
+        return self.alpha_a + self.eps2 if j == 0 else self.alpha_a
 
 
 def make_split(
@@ -88,18 +76,8 @@ def make_split(
     delta: Fraction,
     eps1_share: Fraction = EPS1_SHARE,
     eps2_share: Fraction = EPS2_SHARE,
-    delta0_share: Fraction = DELTA0_SHARE,
-    grid_share: Fraction = GRID_DELTA_SHARE,
 ) -> TightSplit:
-    """A split with the given shares of eps and delta (the rest goes to the selection)."""
-    return TightSplit(
-        eps1_share * eps,
-        eps2_share * eps,
-        (1 - eps1_share - eps2_share) * eps,
-        delta0_share * delta,
-        grid_share * delta,
-        (1 - delta0_share - grid_share) * delta,
-    )
+    return TightSplit(eps1_share * eps, eps2_share * eps, (1 - eps1_share - eps2_share) * eps, delta)
 
 
 def default_split(eps: Fraction, delta: Fraction) -> TightSplit:
@@ -107,120 +85,18 @@ def default_split(eps: Fraction, delta: Fraction) -> TightSplit:
 
 
 def grid(last_rank: int) -> list[int]:
-    """The tested ranks 1, 2, 4, ..., up to last_rank (at most 63 of them)."""
-    return [1 << j for j in range(max(last_rank, 0).bit_length())] if last_rank >= 1 else []
-
-
-# --- thresholds ---------------------------------------------------------------------------------
-
-
-def _q(rate: Fraction, prec: int) -> iv.Interval:
-    """q = exp(-rate): DLap(1/rate) has P(X = x) proportional to q^|x|."""
-    return iv.exp(iv.exact(-rate, prec), prec)
-
-
-def _pow(x: iv.Interval, k: int, prec: int) -> iv.Interval:
-    return iv.exp(iv.mul(iv.exact(k, prec), iv.log(x, prec), prec), prec)
-
-
-def tail_offset(eps1: Fraction, s: int, prec: int = _PREC) -> iv.Interval:
-    """P(-G >= s) = q^s/(1 + q) for G ~ DLap(1/eps1) and an integer s >= 1 (certified)."""
-    if s < 1:
-        raise ValueError("s must be >= 1")
-    q = _q(eps1, prec)
-    return iv.div(_pow(q, s, prec), iv.add(iv.exact(1, prec), q, prec), prec)
-
-
-def tail_difference(eps1: Fraction, eps2: Fraction, s: int, prec: int = _PREC) -> iv.Interval:
-    """P(nu - G >= s) for independent G ~ DLap(1/eps1), nu ~ DLap(1/eps2), integer s >= 1.
-
-    With A = -G (parameter a = e^-eps1), B = nu (b = e^-eps2), k_a = (1-a)/(1+a):
-    sum over A <= s-1 of P(A) P(B >= s-A) + sum over A >= s of P(A) P(B >= s-A)
-      = k_a/(1+b) (b^s ab/(1-ab) + b(b^s - a^s)/(b - a))  +  a^s/(1+a) (1 - ab^2)/((1+b)(1-ab))
-    (docs/privacy.md §18.3; b(b^s - a^s)/(b - a) is s b^s when a = b).
-    """
-    if s < 1:
-        raise ValueError("s must be >= 1")
-    p = prec
-    one = iv.exact(1, p)
-    a, b = _q(eps1, p), _q(eps2, p)
-    a_s, b_s = _pow(a, s, p), _pow(b, s, p)
-    ab = iv.mul(a, b, p)
-    one_ab = iv.sub(one, ab, p)
-    one_a, one_b = iv.add(one, a, p), iv.add(one, b, p)
-    k_a = iv.div(iv.sub(one, a, p), one_a, p)
-    if eps1 == eps2:
-        geo = iv.mul(iv.exact(s, p), b_s, p)
-    else:
-        geo = iv.div(iv.mul(b, iv.sub(b_s, a_s, p), p), iv.sub(b, a, p), p)
-    below = iv.mul(
-        iv.div(k_a, one_b, p), iv.add(iv.div(iv.mul(b_s, ab, p), one_ab, p), geo, p), p
-    )
-    above = iv.mul(
-        iv.div(a_s, one_a, p),
-        iv.div(iv.sub(one, iv.mul(ab, b, p), p), iv.mul(one_b, one_ab, p), p),
-        p,
-    )
-    return iv.add(below, above, p)
-
-
-def _smallest_s(tail: functools.partial[iv.Interval], budget: Fraction) -> int:
-    """The smallest integer s >= 1 whose certified tail is <= budget (tail decreasing in s).
-
-    Only an s whose upper bound is certainly <= budget is ever returned, so the result is valid
-    even if a comparison were undecided (that would only make s larger)."""
-    limit = iv.exact(budget, _PREC)
-
-    def ok(s: int) -> bool:
-        return iv.certainly_at_most(tail(s=s), limit)
-
-    hi = 1
-    while not ok(hi):
-        hi *= 2
-    lo = hi // 2  # ok(lo) is False, or lo = 0
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if mid >= 1 and ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    """The tested ranks 1, 2, 4, ..., 2^J <= last_rank (at most 63 of them)."""
+    return [1 << j for j in range(last_rank.bit_length())] if last_rank >= 1 else []
 
 
 @functools.lru_cache(maxsize=4096)
-def noise_bound(j: int, split: TightSplit) -> int:
-    """s_j: P(nu_j - G >= s_j) <= delta_j (nu_0 = 0), certified."""
-    if j == 0:
-        return _smallest_s(functools.partial(tail_offset, split.eps1), split.delta0)
-    return _smallest_s(
-        functools.partial(tail_difference, split.eps1, split.eps2), split.delta_at(j)
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def margin(j: int, split: TightSplit) -> int:
-    """gamma_j: the integer margin c(1) - c(l+1) the selection at l = 2^j needs.
-
-    l = 1: 2 (then the top itemset is unique and the same on every neighbour). l >= 2: the least
-    integer gamma >= 2 with (l - 1) exp(-alpha_a (gamma - 1)) <= beta (certified)."""
-    if j == 0:
-        return 2
-    ell = 1 << j
-    est = 1 + (math.log(ell - 1) - log_fraction(split.beta)) / float(split.alpha_a)
-    g = max(2, round_up(est))
-    p = _PREC
-    beta = iv.exact(split.beta, p)
-    while True:
-        leak = iv.mul(iv.exact(ell - 1, p), iv.exp(iv.exact(-split.alpha_a * (g - 1), p), p), p)
-        if iv.certainly_at_most(leak, beta):
-            return g
-        g += 1
-
-
 def threshold(j: int, split: TightSplit) -> int:
-    """T_j = s_j + gamma_j - 2: a pass at l = 2^j, c(1) - c(l+1) + nu_l - G > T_j, certifies
-    c(1) - c(l+1) >= gamma_j except with probability delta_j."""
-    return noise_bound(j, split) + margin(j, split) - 2
+    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j), a_j = split.alpha_at(j).
+
+    At c(1) - c(l+1) = T_j the selection's "none" weight is at most 1/ODDS of the top itemset's.
+    Utility only: the privacy proof holds for every data-independent integer T_j."""
+    a = float(split.alpha_at(j))
+    return round_up(1 + (j * math.log(2) - log_fraction(split.delta) + math.log(ODDS)) / a)
 
 
 # --- the mechanism ------------------------------------------------------------------------------
@@ -249,32 +125,30 @@ def run_split(
     ell_max: int = DEFAULT_ELL_MAX,
     universe_size: int | None = None,
 ) -> Outcome:
-    """Search the grid, then select. Outcome.ell: the certified rank, or None for "inf".
+    """Search the grid, then select. Outcome.ell: the rank found, or None for "inf".
 
     universe_size K: a declared finite universe (the grid stops below K; no pass -> l = K and
-    the exponential mechanism over all K). A zero-count pick is reported (zero_pick) only then;
-    in the open universe it is the answer none.
+    the exponential mechanism exp(alpha_a c) over all K itemsets). A zero-count pick is reported
+    as zero_pick only then; in the open universe it is the answer none.
     """
+    declared = universe_size is not None
     counts.ensure(2)
     c1 = _count(counts, 1)
     offset = discrete_laplace(1 / split.eps1, rng)
     last = ell_max if universe_size is None else min(ell_max, universe_size - 1)
-    ell = None
     for j, rank in enumerate(grid(last)):
         nu = 0 if j == 0 else discrete_laplace(1 / split.eps2, rng)
         # pass iff c(1) - c(rank+1) + nu - G > T_j  iff  c(rank+1) < c(1) + nu - G - T_j
         if _count_below(counts, rank + 1, c1 + nu - offset - threshold(j, split)):
-            ell = rank
-            break
-    if ell is None:
-        if universe_size is None:
-            return Outcome(None, None, None)
-        ell = universe_size
-    counts.ensure(ell + 1)
-    c = select_count(counts.counts, ell, 2 * split.alpha_a, rng)  # weights exp(alpha_a c)
+            out = run_limited_domain(counts, split.alpha_at(j), split.delta, rank, rng)
+            return Outcome(None, rank, out.index, zero_pick=out.zero_pick and declared)
+    if universe_size is None:
+        return Outcome(None, None, None)
+    counts.ensure(universe_size + 1)
+    c = select_count(counts.counts, universe_size, 2 * split.alpha_a, rng)  # exp(alpha_a c)
     if c == 0:
-        return Outcome(None, ell, None, zero_pick=universe_size is not None)
-    return Outcome(None, ell, pick_member(counts.counts, c, rng))
+        return Outcome(None, universe_size, None, zero_pick=True)
+    return Outcome(None, universe_size, pick_member(counts.counts, c, rng))
 
 
 def _count(counts: RankedCounts, k: int) -> int:
@@ -301,33 +175,36 @@ def cost(eps: Fraction, delta: Fraction) -> Cost:
         delta,
         (
             (
-                f"sparse vector on the gaps c(1) - c(l+1), l = 1, 2, 4, ...: offset DLap({1 / sp.eps1}),"
-                f" per-rank DLap({1 / sp.eps2}) (none at l = 1)",
+                "sparse vector on the gaps c(1) - c(l+1), l = 1, 2, 4, ...: offset "
+                f"DLap({1 / sp.eps1}), per-rank DLap({1 / sp.eps2}) (none at l = 1)",
                 "ell",
                 sp.eps1 + sp.eps2,
-                sp.delta0 + sp.delta_grid,
+                Fraction(0),
             ),
             (
-                f"exponential mechanism exp({sp.alpha_a} c) over the top l (l = 1: the top)",
+                f"exponential mechanism exp(a c) over the top l and none with weight "
+                f"(l/delta) exp(a (c(l+1) + 1)); a = {sp.alpha_a} ({sp.alpha_a + sp.eps2} at "
+                "l = 1)",
                 "itemset",
                 sp.alpha_a,
-                sp.beta,
+                delta,
             ),
         ),
-        "(eps, delta)-DP for (ell, itemset) under add/remove neighbours. The search's delta is "
-        "the chance of certifying a margin that does not hold; the selection leaks at most beta "
-        "when it holds. Output l = 1 spends only the offset's share.",
+        "(eps, delta)-DP for (ell, itemset) under add/remove neighbours. The search is pure DP "
+        "(at l = 1 it spends only the offset's share, and the selection gets the per-rank "
+        "share); delta is what the selection may leak about the top-l set.",
     )
 
 
 def none_hint(eps: Fraction, delta: Fraction, size: int) -> str:
     """Computed from public parameters only."""
-    t1 = threshold(0, default_split(eps, delta))
+    sp = default_split(eps, delta)
+    t1, t16 = threshold(0, sp), threshold(4, sp)
     return (
-        f"no {size}-itemset was certified (answer: none). At eps={float(eps):g}, "
-        f"delta={float(delta):g} lmm-tight certifies a winner when its support leads the "
-        f"runner-up's by more than about {t1} records (plus noise), or a deeper rank "
-        "l = 2, 4, 8, ... by a larger margin; a larger --eps or --delta lowers it."
+        f"no {size}-itemset was found (answer: none). At eps={float(eps):g}, "
+        f"delta={float(delta):g} lmm-tight answers when the top support leads the runner-up's "
+        f"by more than about {t1} records, or the 17th by about {t16} (plus noise); a larger "
+        "--eps or --delta lowers these margins."
     )
 
 
@@ -337,7 +214,6 @@ def split_params(split: TightSplit) -> dict[str, str]:
         "eps1_offset": str(split.eps1),
         "eps2_rank_noise": str(split.eps2),
         "alpha_a_selection": str(split.alpha_a),
-        "delta0_rank1": str(split.delta0),
-        "delta_grid": str(split.delta_grid),
-        "beta_selection": str(split.beta),
+        "alpha_a_selection_at_l1": str(split.alpha_at(0)),
+        "delta_selection": str(split.delta),
     }
