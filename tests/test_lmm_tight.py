@@ -1,0 +1,337 @@
+"""lmm-tight (docs/privacy.md §18): constants, exact law, open universe, CLI, refusals.
+
+The exact-law tests compare the production code with an independent numpy simulation written
+from docs/privacy.md §18.1 (group-wise, not sharing any dpfim code), by chi-square tests of
+homogeneity with fixed seeds; each is run at level 1e-3, so the file's statistical false-alarm
+rate is at most 3e-3 (Bonferroni) for fresh seeds, and 0 for the fixed ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import mpmath
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from dpfim.api import mine
+from dpfim.cli import main
+from dpfim.errors import ParameterError
+from dpfim.mechanisms import lmm_tight as lt
+from dpfim.mechanisms.base import VectorCounts
+from dpfim.samplers.rng import seeded_source
+
+mpmath.mp.dps = 50
+ALPHA_EACH = 1e-3
+
+
+# --- constants ----------------------------------------------------------------------------------
+
+
+def _hand_threshold(j: int, eps: str, delta: str) -> int:
+    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j), a_0 = 9 eps/10, a_j = 8 eps/10 (mpmath)."""
+    e = mpmath.mpf(eps)
+    a = e * mpmath.mpf(9 if j == 0 else 8) / 10
+    x = 1 + (j * mpmath.log(2) - mpmath.log(mpmath.mpf(delta)) + mpmath.log(9)) / a
+    return int(mpmath.ceil(x))
+
+
+def test_split_is_exact_and_sums_to_eps() -> None:
+    sp = lt.default_split(Fraction(1), Fraction(1, 10**6))
+    assert (sp.eps1, sp.eps2, sp.alpha_a) == (Fraction(1, 10), Fraction(1, 10), Fraction(8, 10))
+    assert sp.eps == 1 and sp.delta == Fraction(1, 10**6)
+    assert sp.alpha_at(0) == Fraction(9, 10) and sp.alpha_at(5) == Fraction(8, 10)
+    # every output spends at most eps: l = 1: eps1 + (alpha + eps2); l >= 2: eps1 + eps2 + alpha
+    assert sp.eps1 + sp.alpha_at(0) == 1 and sp.eps1 + sp.eps2 + sp.alpha_at(1) == 1
+    with pytest.raises(ValueError):
+        lt.TightSplit(Fraction(0), Fraction(1), Fraction(1), Fraction(1, 2))
+
+
+# Literals checked by hand: e.g. T_0 at eps = 1, delta = 1e-6 is
+# ceil(1 + (ln 1e6 + ln 9)/0.9) = ceil(1 + (13.815511 + 2.197225)/0.9) = ceil(18.791929) = 19.
+LITERALS = {
+    ("1", "1e-6"): {0: 19, 1: 22, 3: 24, 4: 25, 7: 28, 10: 30, 40: 56},
+    ("0.1", "1e-6"): {0: 179, 1: 210, 3: 228, 4: 236, 7: 262, 10: 288, 40: 548},
+    ("2", "1e-9"): {0: 14, 1: 16, 3: 17, 4: 18, 7: 19, 10: 20, 40: 33},
+}
+
+
+@pytest.mark.parametrize("params", sorted(LITERALS))
+def test_thresholds_against_hand_computed_values(params: tuple[str, str]) -> None:
+    eps, delta = params
+    sp = lt.default_split(Fraction(eps), Fraction(delta))
+    for j, literal in LITERALS[params].items():
+        assert lt.threshold(j, sp) == literal == _hand_threshold(j, eps, delta)
+
+
+def test_target_margin_at_l1() -> None:
+    """Issue 14: certify l = 1 at eps = 1, delta = 1e-6 with a lead of at most 60 records."""
+    t0 = lt.threshold(0, lt.default_split(Fraction(1), Fraction(1, 10**6)))
+    floor = math.log((math.e - 1) / 1e-6)  # ln((e^eps - 1)/delta)/eps
+    assert floor < t0 <= 60
+
+
+def test_threshold_means_none_weight_at_most_a_ninth() -> None:
+    """At c(1) - c(l+1) = T_j: (l/delta) e^(a(c(l+1)+1)) <= e^(a c(1)) / 9."""
+    sp = lt.default_split(Fraction(1, 2), Fraction(1, 10**6))
+    for j in (0, 1, 5, 20):
+        a = mpmath.mpf(sp.alpha_at(j).numerator) / sp.alpha_at(j).denominator
+        ratio = (2**j / mpmath.mpf("1e-6")) * mpmath.exp(a * (1 - lt.threshold(j, sp)))
+        assert ratio <= mpmath.mpf(1) / 9
+
+
+def test_grid() -> None:
+    assert lt.grid(0) == [] and lt.grid(1) == [1] and lt.grid(5) == [1, 2, 4]
+    assert len(lt.grid(2**40)) == 41 and lt.grid(2**40)[-1] == 2**40
+    assert lt.grid(2**40 - 1)[-1] == 2**39
+
+
+# --- the independent simulation (docs/privacy.md §18.1) -----------------------------------------
+
+
+def _dlap(rng: np.random.Generator, rate: float) -> int:
+    """DLap(1/rate) as the difference of two geometric variables on {0, 1, ...}."""
+    p = 1 - math.exp(-rate)
+    return int(rng.geometric(p) - rng.geometric(p))
+
+
+def simulate(counts: list[int], eps: float, delta: float, n: int, seed: int) -> list[Any]:
+    """(l or "inf", selected position or None) per run, from §18.1 with the default split."""
+    rng = np.random.default_rng(seed)
+    vec = np.asarray(counts, dtype=np.int64)
+    order = np.argsort(-vec, kind="stable")
+    srt = vec[order]
+    nonzero = int((srt > 0).sum())
+    e1, e2 = eps / 10, eps / 10
+
+    def c(k: int) -> int:  # c(k), 0 past the last nonzero count
+        return int(srt[k - 1]) if k <= nonzero else 0
+
+    def thr(j: int, a: float) -> int:
+        return math.ceil(1 + (j * math.log(2) + math.log(1 / delta) + math.log(9)) / a)
+
+    out: list[Any] = []
+    for _ in range(n):
+        g = _dlap(rng, e1)
+        result: Any = ("inf", None)
+        for j in range(41):
+            ell = 2**j
+            a = 0.9 * eps if j == 0 else 0.8 * eps
+            nu = 0 if j == 0 else _dlap(rng, e2)
+            if c(1) - c(ell + 1) + nu - g > thr(j, a):
+                # groups: distinct counts in the top l with their multiplicity inside it
+                top = [c(k) for k in range(1, min(ell, nonzero) + 1)]
+                vals, mult = np.unique(np.asarray(top + [0], dtype=np.int64), return_counts=True)
+                mult[0] -= 1  # the appended 0
+                if ell > nonzero:
+                    mult[0] += ell - nonzero
+                keep = mult > 0
+                vals, mult = vals[keep], mult[keep]
+                logs = [math.log(m) + a * v for v, m in zip(vals, mult, strict=True)]
+                logs.append(math.log(ell / delta) + a * (c(ell + 1) + 1))  # none
+                w = np.exp(np.asarray(logs) - max(logs))
+                pick = int(rng.choice(len(w), p=w / w.sum()))
+                if pick == len(vals) or vals[pick] == 0:
+                    result = (ell, None)
+                else:
+                    ties = np.flatnonzero(vec == vals[pick])
+                    result = (ell, int(rng.choice(ties)))
+                break
+        out.append(result)
+    return out
+
+
+def production(counts: list[int], eps: str, delta: str, n: int, seed: int) -> list[Any]:
+    rng = seeded_source(seed)
+    out: list[Any] = []
+    for _ in range(n):
+        vec = VectorCounts(counts)
+        o = lt.run(vec, Fraction(eps), Fraction(delta), rng)
+        assert not o.zero_pick  # open universe: a zero-count pick is none
+        idx = None if o.index is None else vec.position(o.index)
+        out.append(("inf" if o.ell is None else o.ell, idx))
+    return out
+
+
+def _pvalue(a: list[Any], b: list[Any]) -> float:
+    ca, cb = Counter(map(repr, a)), Counter(map(repr, b))
+    cells, rare = [], [0, 0]
+    for k in set(ca) | set(cb):
+        if ca[k] + cb[k] >= 20:
+            cells.append((ca[k], cb[k]))
+        else:
+            rare[0] += ca[k]
+            rare[1] += cb[k]
+    if sum(rare):
+        cells.append((rare[0], rare[1]))
+    if len(cells) < 2:
+        return 1.0
+    return float(stats.chi2_contingency(np.array(cells).T).pvalue)
+
+
+CASES = [
+    # (counts, eps, delta): several l and "none" all occur
+    ([40, 30, 28, 10, 5], "1", "1e-3", "ties, l = 1 / 2 / 4 / 8 and none"),
+    ([25, 25, 25, 3], "1", "1e-3", "three-way tie at the top, zero tail"),
+    ([14], "1", "1e-2", "one itemset near the threshold: zero-count picks and none"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c[3] for c in CASES])
+def test_exact_law_matches_independent_simulation(case: tuple[list[int], str, str, str]) -> None:
+    counts, eps, delta, _ = case
+    n = 4000
+    mine_out = production(counts, eps, delta, n, seed=11)
+    sim_out = simulate(counts, float(eps), float(delta), n, seed=12)
+    assert len(set(map(repr, mine_out))) >= 3  # a non-trivial law
+    assert _pvalue(mine_out, sim_out) > ALPHA_EACH
+
+
+def test_simulation_catches_a_wrong_law() -> None:
+    """The comparison has power: thresholds one step lower (eps 1 -> 2) are told apart."""
+    counts = [40, 30, 28, 10, 5]
+    good = simulate(counts, 1.0, 1e-3, 3000, seed=5)
+    bad = production(counts, "2", "1e-3", 3000, seed=6)
+    assert _pvalue(good, bad) < 1e-6
+
+
+# --- open and declared universe -----------------------------------------------------------------
+
+
+def test_zero_count_pick_is_named_only_in_a_declared_universe() -> None:
+    sp = lt.make_split(Fraction(1, 2), Fraction(9, 10))
+    rng = seeded_source(3)
+    open_zero = declared_zero = 0
+    for _ in range(400):
+        o = lt.run_split(VectorCounts([3]), sp, rng)
+        assert not o.zero_pick
+        open_zero += o.ell is not None and o.ell > 1 and o.index is None
+        d = lt.run_split(VectorCounts([3]), sp, rng, universe_size=10)
+        declared_zero += d.zero_pick
+        assert d.ell is None or d.ell <= 10
+    assert declared_zero > 0 and open_zero > 0
+
+
+def test_declared_universe_without_pass_uses_the_whole_universe() -> None:
+    sp = lt.default_split(Fraction(1), Fraction(1, 10**6))
+    o = lt.run_split(VectorCounts([2, 1]), sp, seeded_source(1), universe_size=3)
+    assert o.ell == 3  # grid {1, 2} < K = 3 cannot pass with these counts; then l = K
+
+
+def test_a_rank_that_cannot_pass_reads_no_counts() -> None:
+    """c(l+1) >= 0, so a bound <= 0 fails without asking the engine for deeper counts."""
+
+    class Spy(VectorCounts):
+        asked: list[int] = []
+
+        @property
+        def complete(self) -> bool:
+            return False
+
+        def ensure(self, depth: int) -> None:
+            Spy.asked.append(depth)
+
+    spy = Spy([5, 4])
+    assert not lt._count_below(spy, 2**30, 0) and not lt._count_below(spy, 2**30, -7)
+    assert Spy.asked == []
+    assert lt._count_below(spy, 2, 5) and not lt._count_below(spy, 2, 4)
+
+
+# --- API, CLI, refusals -------------------------------------------------------------------------
+
+
+def _basket(tmp_path: Path) -> Path:
+    path = tmp_path / "b.csv"
+    path.write_text("bread,milk\n" * 120 + "tea,milk\n" * 40 + "jam\n" * 5)
+    return path
+
+
+def _cli(args: list[str]) -> tuple[int, str, str]:
+    runner = CliRunner()
+    with runner.isolation() as (out, err, *_):
+        try:
+            main(args)
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        return code, out.getvalue().decode(), err.getvalue().decode()
+
+
+def test_cli_end_to_end(tmp_path: Path) -> None:
+    base = ["mine", str(_basket(tmp_path)), "--eps", "1", "--delta", "1e-6"]
+    code, out, err = _cli(
+        [*base, "--mechanism", "lmm-tight", "--neighbours", "add-remove", "--seed", "7"]
+    )
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 19
+    assert "n" not in res and "noisy_max" not in res
+    assert res["private"] is False and res["params"]["mechanism"] == "lmm-tight"
+    assert res["params"]["split"]["eps1_offset"] == "1/10"
+    assert res["ledger"]["eps"]["exact"] == "1" and res["ledger"]["delta"]["exact"] == "1/1000000"
+    assert [s["releases"] for s in res["ledger"]["steps"]] == ["ell", "itemset"]
+
+
+def test_cli_none_with_hint(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.csv"
+    path.write_text("a,b\n" * 3)
+    args = ["mine", str(path), "--eps", "0.1", "--delta", "1e-6", "--mechanism", "lmm-tight"]
+    code, out, err = _cli([*args, "--neighbours", "add-remove", "--seed", "1"])
+    assert code == 0
+    assert json.loads(out)["itemset"] is None and json.loads(out)["ell"] == "inf"
+    assert "lmm-tight answers when the top support leads" in err and "179" in err
+
+
+def test_cli_refuses_replace_one(tmp_path: Path) -> None:
+    args = ["mine", str(_basket(tmp_path)), "--eps", "1", "--delta", "1e-6"]
+    code, out, err = _cli([*args, "--mechanism", "lmm-tight"])
+    assert code == 2 and out == ""
+    assert "valid only under add/remove" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _cli([*args, "--mechanism", "lmm-tight", "--neighbours", "replace"])
+    assert code == 2 and "add/remove" in err
+
+
+def test_api_refuses_replace_one() -> None:
+    with pytest.raises(ParameterError):
+        mine([["a", "b"]], eps="1", delta="1e-6", mechanism="lmm-tight", neighbours="replace")
+
+
+def test_cli_declared_vocabulary_names_a_zero_count_pick(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n" * 2)
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("a\nb\nc\n")
+    named = set()
+    for seed in range(30):
+        code, out, err = _cli(
+            [
+                "mine",
+                str(data),
+                "--eps",
+                "0.5",
+                "--delta",
+                "0.4",
+                "--mechanism",
+                "lmm-tight",
+                "--neighbours",
+                "add-remove",
+                "--universe-items",
+                str(vocab),
+                "--seed",
+                str(seed),
+            ]
+        )
+        assert code == 0, err
+        res = json.loads(out)
+        if res["itemset"] is not None:
+            named.add(tuple(res["itemset"]))
+    assert named <= {("a", "b"), ("a", "c"), ("b", "c")}
+    assert named - {("a", "b")}  # a zero-count pair of the declared vocabulary is named
