@@ -36,10 +36,12 @@ ALPHA_EACH = 1e-3
 
 
 def _hand_threshold(j: int, eps: str, delta: str) -> int:
-    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j), a_0 = 9 eps/10, a_j = 8 eps/10 (mpmath)."""
+    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j + 2 s_j), a_0 = 9 eps/10, a_j = 8 eps/10,
+    s_0 = 10/eps, s_j = 20/eps (mpmath)."""
     e = mpmath.mpf(eps)
     a = e * mpmath.mpf(9 if j == 0 else 8) / 10
-    x = 1 + (j * mpmath.log(2) - mpmath.log(mpmath.mpf(delta)) + mpmath.log(9)) / a
+    s = (10 if j == 0 else 20) / e
+    x = 1 + (j * mpmath.log(2) - mpmath.log(mpmath.mpf(delta)) + mpmath.log(9)) / a + 2 * s
     return int(mpmath.ceil(x))
 
 
@@ -55,11 +57,12 @@ def test_split_is_exact_and_sums_to_eps() -> None:
 
 
 # Literals checked by hand: e.g. T_0 at eps = 1, delta = 1e-6 is
-# ceil(1 + (ln 1e6 + ln 9)/0.9) = ceil(1 + (13.815511 + 2.197225)/0.9) = ceil(18.791929) = 19.
+# ceil(1 + (ln 1e6 + ln 9)/0.9 + 2*10) = ceil(1 + (13.815511 + 2.197225)/0.9 + 20)
+# = ceil(38.791928) = 39; T_1 = ceil(1 + (ln 2 + ln 1e6 + ln 9)/0.8 + 2*20) = ceil(61.882353) = 62.
 LITERALS = {
-    ("1", "1e-6"): {0: 19, 1: 22, 3: 24, 4: 25, 7: 28, 10: 30, 40: 56},
-    ("0.1", "1e-6"): {0: 179, 1: 210, 3: 228, 4: 236, 7: 262, 10: 288, 40: 548},
-    ("2", "1e-9"): {0: 14, 1: 16, 3: 17, 4: 18, 7: 19, 10: 20, 40: 33},
+    ("1", "1e-6"): {0: 39, 1: 62, 3: 64, 4: 65, 7: 68, 10: 70, 40: 96},
+    ("0.1", "1e-6"): {0: 379, 1: 610, 3: 628, 4: 636, 7: 662, 10: 688, 40: 948},
+    ("2", "1e-9"): {0: 24, 1: 36, 3: 37, 4: 38, 7: 39, 10: 40, 40: 53},
 }
 
 
@@ -115,7 +118,8 @@ def simulate(counts: list[int], eps: float, delta: float, n: int, seed: int) -> 
         return int(srt[k - 1]) if k <= nonzero else 0
 
     def thr(j: int, a: float) -> int:
-        return math.ceil(1 + (j * math.log(2) + math.log(1 / delta) + math.log(9)) / a)
+        noise = 1 / e1 + (1 / e2 if j else 0.0)
+        return math.ceil(1 + (j * math.log(2) + math.log(1 / delta) + math.log(9)) / a + 2 * noise)
 
     out: list[Any] = []
     for _ in range(n):
@@ -178,8 +182,8 @@ def _pvalue(a: list[Any], b: list[Any]) -> float:
 
 CASES = [
     # (counts, eps, delta): several l and "none" all occur
-    ([40, 30, 28, 10, 5], "1", "1e-3", "ties, l = 1 / 2 / 4 / 8 and none"),
-    ([25, 25, 25, 3], "1", "1e-3", "three-way tie at the top, zero tail"),
+    ([70, 45, 40, 20, 5], "1", "1e-3", "l = 1 / 2 / 4 / 8 and none"),
+    ([60, 60, 60, 5], "1", "1e-3", "three-way tie at the top, zero tail"),
     ([14], "1", "1e-2", "one itemset near the threshold: zero-count picks and none"),
 ]
 
@@ -197,7 +201,7 @@ def test_exact_law_matches_independent_simulation(case: tuple[list[int], str, st
 
 def test_simulation_catches_a_wrong_law() -> None:
     """The comparison has power: thresholds one step lower (eps 1 -> 2) are told apart."""
-    counts = [40, 30, 28, 10, 5]
+    counts = [70, 45, 40, 20, 5]
     good = simulate(counts, 1.0, 1e-3, 3000, seed=5)
     bad = production(counts, "2", "1e-3", 3000, seed=6)
     assert _pvalue(good, bad) < 1e-6
@@ -272,7 +276,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     )
     assert code == 0, err
     res = json.loads(out)
-    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 19
+    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 39
     assert "n" not in res and "noisy_max" not in res
     assert res["private"] is False and res["params"]["mechanism"] == "lmm-tight"
     assert res["params"]["split"]["eps1_offset"] == "1/10"
@@ -287,7 +291,7 @@ def test_cli_none_with_hint(tmp_path: Path) -> None:
     code, out, err = _cli([*args, "--neighbours", "add-remove", "--seed", "1"])
     assert code == 0
     assert json.loads(out)["itemset"] is None and json.loads(out)["ell"] == "inf"
-    assert "lmm-tight answers when the top support leads" in err and "179" in err
+    assert "lmm-tight answers when the top support leads" in err and "379" in err
 
 
 def test_cli_refuses_replace_one(tmp_path: Path) -> None:

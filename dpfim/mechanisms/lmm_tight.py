@@ -44,9 +44,11 @@ NEIGHBOURS = ("add-remove",)
 # benchmarks/tight_margins.py and the P(top) probe there). The selection gets the rest.
 EPS1_SHARE = Fraction(1, 10)  # offset G ~ DLap(1/eps1): the search's cost at l = 1
 EPS2_SHARE = Fraction(1, 10)  # per-rank noise nu_l ~ DLap(1/eps2), l >= 2
-# T(l) is where "none" has at most 1/(1 + ODDS) of the selection's mass when only the top
-# itemset is above c(l+1) (utility only: any data-independent T keeps the guarantee).
+# T(l): the gap at which "none" weighs at most 1/ODDS of the top itemset in the selection, plus
+# KAPPA times the search's noise scale, so that a pass rarely comes at a rank where the
+# selection would then say none (utility only: any data-independent T keeps the guarantee).
 ODDS = 9
+KAPPA = 2
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,9 @@ def make_split(
     eps1_share: Fraction = EPS1_SHARE,
     eps2_share: Fraction = EPS2_SHARE,
 ) -> TightSplit:
-    return TightSplit(eps1_share * eps, eps2_share * eps, (1 - eps1_share - eps2_share) * eps, delta)
+    return TightSplit(
+        eps1_share * eps, eps2_share * eps, (1 - eps1_share - eps2_share) * eps, delta
+    )
 
 
 def default_split(eps: Fraction, delta: Fraction) -> TightSplit:
@@ -90,13 +94,17 @@ def grid(last_rank: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def threshold(j: int, split: TightSplit) -> int:
-    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j), a_j = split.alpha_at(j).
+def threshold(j: int, split: TightSplit, kappa: int = KAPPA) -> int:
+    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j + KAPPA s_j), a_j = split.alpha_at(j),
+    s_0 = 1/eps1 and s_j = 1/eps1 + 1/eps2 (the search noise scales at rank 2^j).
 
-    At c(1) - c(l+1) = T_j the selection's "none" weight is at most 1/ODDS of the top itemset's.
-    Utility only: the privacy proof holds for every data-independent integer T_j."""
+    At c(1) - c(l+1) = T_j the selection's "none" weight is below 1/ODDS of the top itemset's
+    (the KAPPA term only adds to the gap). Utility only: the privacy proof holds for every
+    data-independent integer T_j (docs/privacy.md §18.3)."""
     a = float(split.alpha_at(j))
-    return round_up(1 + (j * math.log(2) - log_fraction(split.delta) + math.log(ODDS)) / a)
+    scale = float(1 / split.eps1) + (0.0 if j == 0 else float(1 / split.eps2))
+    none_gap = 1 + (j * math.log(2) - log_fraction(split.delta) + math.log(ODDS)) / a
+    return round_up(none_gap + kappa * scale)
 
 
 # --- the mechanism ------------------------------------------------------------------------------
@@ -124,12 +132,14 @@ def run_split(
     *,
     ell_max: int = DEFAULT_ELL_MAX,
     universe_size: int | None = None,
+    kappa: int = KAPPA,
 ) -> Outcome:
     """Search the grid, then select. Outcome.ell: the rank found, or None for "inf".
 
     universe_size K: a declared finite universe (the grid stops below K; no pass -> l = K and
     the exponential mechanism exp(alpha_a c) over all K itemsets). A zero-count pick is reported
-    as zero_pick only then; in the open universe it is the answer none.
+    as zero_pick only then; in the open universe it is the answer none. kappa: see threshold
+    (utility only; the audit lowers it to put more mass on edge events).
     """
     declared = universe_size is not None
     counts.ensure(2)
@@ -139,7 +149,7 @@ def run_split(
     for j, rank in enumerate(grid(last)):
         nu = 0 if j == 0 else discrete_laplace(1 / split.eps2, rng)
         # pass iff c(1) - c(rank+1) + nu - G > T_j  iff  c(rank+1) < c(1) + nu - G - T_j
-        if _count_below(counts, rank + 1, c1 + nu - offset - threshold(j, split)):
+        if _count_below(counts, rank + 1, c1 + nu - offset - threshold(j, split, kappa)):
             out = run_limited_domain(counts, split.alpha_at(j), split.delta, rank, rng)
             return Outcome(None, rank, out.index, zero_pick=out.zero_pick and declared)
     if universe_size is None:
