@@ -20,10 +20,85 @@ from fractions import Fraction
 
 from dpfim.mechanisms import lmm_tight as lt
 from dpfim.mechanisms.thresholds import gap_split, paper_split, tau
+from dpfim.samplers import interval as iv
 
 EPS, DELTA = Fraction(1), Fraction(1, 10**6)
 ELLS = (1, 10, 100)
 PREC = 64  # certified tails at a lower precision: only makes s (slightly) larger
+_PREC = PREC
+
+# --- exact discrete-Laplace tails (certified), for the certification options O4, O5 -------------
+
+
+def _q(rate: Fraction, prec: int) -> iv.Interval:
+    """q = exp(-rate): DLap(1/rate) has P(X = x) proportional to q^|x|."""
+    return iv.exp(iv.exact(-rate, prec), prec)
+
+
+def _pow(x: iv.Interval, k: int, prec: int) -> iv.Interval:
+    return iv.exp(iv.mul(iv.exact(k, prec), iv.log(x, prec), prec), prec)
+
+
+def tail_offset(eps1: Fraction, s: int, prec: int = _PREC) -> iv.Interval:
+    """P(-G >= s) = q^s/(1 + q) for G ~ DLap(1/eps1) and an integer s >= 1 (certified)."""
+    if s < 1:
+        raise ValueError("s must be >= 1")
+    q = _q(eps1, prec)
+    return iv.div(_pow(q, s, prec), iv.add(iv.exact(1, prec), q, prec), prec)
+
+
+def tail_difference(eps1: Fraction, eps2: Fraction, s: int, prec: int = _PREC) -> iv.Interval:
+    """P(nu - G >= s) for independent G ~ DLap(1/eps1), nu ~ DLap(1/eps2), integer s >= 1.
+
+    With A = -G (parameter a = e^-eps1), B = nu (b = e^-eps2), k_a = (1-a)/(1+a):
+    sum over A <= s-1 of P(A) P(B >= s-A) + sum over A >= s of P(A) P(B >= s-A)
+      = k_a/(1+b) (b^s ab/(1-ab) + b(b^s - a^s)/(b - a))  +  a^s/(1+a) (1 - ab^2)/((1+b)(1-ab))
+    (docs/privacy.md §18.3; b(b^s - a^s)/(b - a) is s b^s when a = b).
+    """
+    if s < 1:
+        raise ValueError("s must be >= 1")
+    p = prec
+    one = iv.exact(1, p)
+    a, b = _q(eps1, p), _q(eps2, p)
+    a_s, b_s = _pow(a, s, p), _pow(b, s, p)
+    ab = iv.mul(a, b, p)
+    one_ab = iv.sub(one, ab, p)
+    one_a, one_b = iv.add(one, a, p), iv.add(one, b, p)
+    k_a = iv.div(iv.sub(one, a, p), one_a, p)
+    if eps1 == eps2:
+        geo = iv.mul(iv.exact(s, p), b_s, p)
+    else:
+        geo = iv.div(iv.mul(b, iv.sub(b_s, a_s, p), p), iv.sub(b, a, p), p)
+    below = iv.mul(iv.div(k_a, one_b, p), iv.add(iv.div(iv.mul(b_s, ab, p), one_ab, p), geo, p), p)
+    above = iv.mul(
+        iv.div(a_s, one_a, p),
+        iv.div(iv.sub(one, iv.mul(ab, b, p), p), iv.mul(one_b, one_ab, p), p),
+        p,
+    )
+    return iv.add(below, above, p)
+
+
+def _smallest_s(tail: functools.partial[iv.Interval], budget: Fraction) -> int:
+    """The smallest integer s >= 1 whose certified tail is <= budget (tail decreasing in s).
+
+    Only an s whose upper bound is certainly <= budget is ever returned, so the result is valid
+    even if a comparison were undecided (that would only make s larger)."""
+    limit = iv.exact(budget, _PREC)
+
+    def ok(s: int) -> bool:
+        return iv.certainly_at_most(tail(s=s), limit)
+
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+    lo = hi // 2  # ok(lo) is False, or lo = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mid >= 1 and ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _dlap_t(rate: float, p: float) -> float:
@@ -109,29 +184,39 @@ def o4_joint(x1: float, x2: float, y0: float, y1: float) -> Callable[[int], floa
     beta = float(DELTA - ds)
 
     def m(ell: int) -> float:
-        tail = functools.partial(lt.tail_difference, e1, e2, prec=PREC)
-        s = lt._smallest_s(tail, ds / (ell * (ell + 1)))  # type: ignore[arg-type]
+        tail = functools.partial(tail_difference, e1, e2, prec=PREC)
+        s = _smallest_s(tail, ds / (ell * (ell + 1)))
         return s + _gamma_ar(ell, aa, beta) - 2
 
     return m
 
 
-def o5_tight(x1: float, x2: float, y0: float, y1: float) -> Callable[[int], float]:
-    """lmm-tight: O4 on the grid 1, 2, 4, ... with no per-rank noise at l = 1."""
-    sp = lt.make_split(
-        EPS,
-        DELTA,
-        Fraction(x1).limit_denominator(100),
-        Fraction(x2).limit_denominator(100),
-        Fraction(y0).limit_denominator(100),
-        Fraction(y1).limit_denominator(100),
-    )
+def o5_certified_grid(x1: float, x2: float, y0: float, y1: float) -> Callable[[int], float]:
+    """O4 on the grid 1, 2, 4, ... with no per-rank noise at l = 1 (whose selection is then free:
+    a certified gap >= 2 fixes the top on both neighbours). delta_0 = y0 d at l = 1,
+    y1 d / (j(j+1)) at l = 2^j, beta = rest."""
+    e1 = Fraction(x1).limit_denominator(100) * EPS
+    e2 = Fraction(x2).limit_denominator(100) * EPS
+    aa = float(EPS - e1 - e2)
+    d0 = Fraction(y0).limit_denominator(100) * DELTA
+    dg = Fraction(y1).limit_denominator(100) * DELTA
+    beta = float(DELTA - d0 - dg)
 
-    def m(ell: int) -> float:
-        j = (ell - 1).bit_length()  # smallest grid rank 2^j >= l
-        return lt.threshold(j, sp)
+    @functools.cache
+    def at(j: int) -> float:
+        if j == 0:
+            return _smallest_s(functools.partial(tail_offset, e1, prec=PREC), d0)
+        tail = functools.partial(tail_difference, e1, e2, prec=PREC)
+        return _smallest_s(tail, dg / (j * (j + 1))) + math.ceil(_gamma_ar(1 << j, aa, beta)) - 2
 
-    return m
+    return lambda ell: at((ell - 1).bit_length())
+
+
+def o7_chosen(kappa: int = lt.KAPPA) -> Callable[[int], float]:
+    """lmm-tight as shipped: search thresholds T_j (docs/privacy.md §18.1); the selection's
+    "none" absorbs the top-l instability, so no certification delta is spent."""
+    sp = lt.default_split(EPS, DELTA)
+    return lambda ell: lt.threshold((ell - 1).bit_length(), sp, kappa)
 
 
 def o6_rnm_ptr(x1: float, x2: float, y0: float, y1: float) -> Callable[[int], float]:
@@ -155,7 +240,7 @@ OPTIONS: dict[str, Callable[[float, float, float, float], Callable[[int], float]
     "O2 + add/remove selection lemma": o2_selection,
     "O3 + one-sided SVT (nu ~ DLap(1/e2))": o3_monotone,
     "O4 + exact tail of nu - G": o4_joint,
-    "O5 + grid 1,2,4,... (lmm-tight)": o5_tight,
+    "O5 + grid 1,2,4,..., no rank-1 noise": o5_certified_grid,
     "O6 RNM over grid + PTR check (PTR part)": o6_rnm_ptr,
 }
 
@@ -186,12 +271,7 @@ DEFAULTS = {
     "O2 + add/remove selection lemma": (1 / 3, 1 / 3, 1 / 4, 1 / 4),
     "O3 + one-sided SVT (nu ~ DLap(1/e2))": (1 / 3, 1 / 3, 1 / 4, 1 / 4),
     "O4 + exact tail of nu - G": (1 / 3, 1 / 3, 1 / 4, 1 / 4),
-    "O5 + grid 1,2,4,... (lmm-tight)": (
-        float(lt.EPS1_SHARE),
-        float(lt.EPS2_SHARE),
-        float(lt.DELTA0_SHARE),
-        float(lt.GRID_DELTA_SHARE),
-    ),
+    "O5 + grid 1,2,4,..., no rank-1 noise": (0.3, 0.3, 0.25, 1 / 3),
     "O6 RNM over grid + PTR check (PTR part)": (1 / 2, 1 / 4, 1 / 2, 0.0),
 }
 
@@ -216,6 +296,12 @@ def main() -> None:
         m = make(*shares)
         sh = ", ".join(f"{x:.3g}" for x in shares)
         print(f"| {name} | {sh} | " + " | ".join(f"{m(e):.1f}" for e in ELLS) + " |")
+    for kappa in (0, lt.KAPPA):
+        m = o7_chosen(kappa)
+        label = f"O7 search + thresholded selection (lmm-tight), kappa = {kappa}"
+        print(f"| {label} | 0.1, 0.1, -, - | " + " | ".join(f"{m(e):.0f}" for e in ELLS) + " |")
+    ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
+    print(f"| limited-domain, k = 10 (over c(11), l = 10 only) | - | - | {ld:.1f} | - |")
     if args.plot:
         _plot(args.plot)
 
@@ -226,13 +312,17 @@ def _plot(path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ells = sorted({int(round(10 ** (k / 8))) for k in range(0, 8 * 6 + 1)})
+    ells = sorted({round(10 ** (k / 8)) for k in range(0, 8 * 6 + 1)})
     ps, gs = paper_split(EPS, DELTA), gap_split(EPS, DELTA)
-    tight = o5_tight(*DEFAULTS["O5 + grid 1,2,4,... (lmm-tight)"])
+    tight = o7_chosen()
+    certified = o5_certified_grid(*DEFAULTS["O5 + grid 1,2,4,..., no rank-1 noise"])
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     ax.plot(ells, [tau(e, ps) for e in ells], label="lmm (paper split)")
     ax.plot(ells, [tau(e, gs) for e in ells], label="lmm-gap")
-    ax.step(ells, [tight(e) for e in ells], where="post", label="lmm-tight (grid 1, 2, 4, ...)")
+    ax.step(ells, [tight(e) for e in ells], where="pre", label="lmm-tight (grid 1, 2, 4, ...)")
+    ax.step(ells, [certified(e) for e in ells], where="pre", ls=":", label="O5 certified grid")
+    ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
+    ax.plot([10], [ld], "^", label="limited-domain k = 10 (over c(11))")
     ax.plot([1], [stability_margin(EPS, DELTA)], "s", label="stability (l = 1 only)")
     ax.axhline(floor_margin(EPS, DELTA), ls="--", c="grey", label="floor ln((e^eps-1)/delta)/eps")
     ax.set_xscale("log")

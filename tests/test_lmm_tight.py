@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import mpmath
 import numpy as np
@@ -132,7 +132,7 @@ def simulate(counts: list[int], eps: float, delta: float, n: int, seed: int) -> 
             if c(1) - c(ell + 1) + nu - g > thr(j, a):
                 # groups: distinct counts in the top l with their multiplicity inside it
                 top = [c(k) for k in range(1, min(ell, nonzero) + 1)]
-                vals, mult = np.unique(np.asarray(top + [0], dtype=np.int64), return_counts=True)
+                vals, mult = np.unique(np.asarray([*top, 0], dtype=np.int64), return_counts=True)
                 mult[0] -= 1  # the appended 0
                 if ell > nonzero:
                     mult[0] += ell - nonzero
@@ -234,7 +234,7 @@ def test_a_rank_that_cannot_pass_reads_no_counts() -> None:
     """c(l+1) >= 0, so a bound <= 0 fails without asking the engine for deeper counts."""
 
     class Spy(VectorCounts):
-        asked: list[int] = []
+        asked: ClassVar[list[int]] = []
 
         @property
         def complete(self) -> bool:
