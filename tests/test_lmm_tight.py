@@ -1,4 +1,8 @@
-"""lmm-tight (docs/privacy.md §18): constants, exact law, open universe, CLI, refusals.
+"""lmm-tight (docs/privacy.md §18): constants, exact law, the two lemmas, universes, CLI.
+
+Lemma S (the search) and Lemma T (the thresholded selection) are also checked exactly, without
+sampling: their laws are computed in closed form (mpmath) on random add/remove pairs and the
+DP inequalities verified, and the same check is shown to fail without the "none" option.
 
 The exact-law tests compare the production code with an independent numpy simulation written
 from docs/privacy.md §18.1 (group-wise, not sharing any dpfim code), by chi-square tests of
@@ -339,3 +343,120 @@ def test_cli_declared_vocabulary_names_a_zero_count_pick(tmp_path: Path) -> None
             named.add(tuple(res["itemset"]))
     assert named <= {("a", "b"), ("a", "c"), ("b", "c")}
     assert named - {("a", "b")}  # a zero-count pair of the declared vocabulary is named
+
+
+# --- the two lemmas, checked exactly (no sampling) on random add/remove pairs ---------------------
+
+
+def _selection_law(counts: list[int], ell: int, a: mpmath.mpf, delta: mpmath.mpf) -> list[Any]:
+    """Exact law of Lemma T's selection over a finite universe (the vector, zeros included):
+    P(i) = (m_c/|T_c|) e^(a c_i)/Z with uniform tie-breaking, and P(none) last."""
+    srt = sorted(counts, reverse=True)
+    boundary = srt[ell - 1]
+    above = sum(1 for c in counts if c > boundary)
+    ties = sum(1 for c in counts if c == boundary)
+    nxt = srt[ell] if ell < len(srt) else None
+    w_none = (
+        mpmath.mpf(0) if nxt is None else (ell / delta) * mpmath.exp(a * (nxt + 1))
+    )  # l = K: the whole universe, no none
+    weights = []
+    for c in counts:
+        if c > boundary:
+            weights.append(mpmath.exp(a * c))
+        elif c == boundary:
+            weights.append(mpmath.mpf(ell - above) / ties * mpmath.exp(a * c))
+        else:
+            weights.append(mpmath.mpf(0))
+    z = mpmath.fsum(weights) + w_none
+    return [w / z for w in weights] + [w_none / z]
+
+
+def _hockey_stick(p: list[Any], q: list[Any], a: mpmath.mpf) -> Any:
+    """max over events S of P(S) - e^a Q(S) (= the smallest delta for which (a, delta) holds)."""
+    return mpmath.fsum(max(mpmath.mpf(0), x - mpmath.exp(a) * y) for x, y in zip(p, q, strict=True))
+
+
+def _random_pairs(seed: int, n: int) -> list[tuple[list[int], list[int]]]:
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n):
+        k = int(rng.integers(2, 7))
+        d = [int(x) for x in rng.integers(0, 12, size=k)]
+        if rng.random() < 0.5:  # near-ties are where the top-l set moves
+            d[1] = d[0]
+        bump = [int(x) for x in rng.integers(0, 2, size=k)]  # one record adds 0/1 to each count
+        dp = [x + b for x, b in zip(d, bump, strict=True)]
+        pairs.append((d, dp) if rng.random() < 0.5 else (dp, d))  # add or remove
+    return pairs
+
+
+def test_lemma_t_exactly_on_random_pairs() -> None:
+    """docs/privacy.md §18.4: for every fixed l the thresholded selection is (a, delta)-DP."""
+    a, delta = mpmath.mpf("0.8"), mpmath.mpf("0.01")
+    worst = mpmath.mpf(0)
+    for d, dp in _random_pairs(1, 300):
+        for ell in range(1, len(d) + 1):
+            p, q = _selection_law(d, ell, a, delta), _selection_law(dp, ell, a, delta)
+            worst = max(worst, _hockey_stick(p, q, a), _hockey_stick(q, p, a))
+    assert worst <= delta
+    assert worst > delta / 100  # the pairs reach the edge: the bound is not vacuous here
+
+
+def test_lemma_t_fails_without_the_none_option() -> None:
+    """The same check has power: the restricted exponential mechanism alone leaks far above delta."""
+    a = mpmath.mpf("0.8")
+    leak = mpmath.mpf(0)
+    for d, dp in _random_pairs(1, 300):
+        for ell in range(1, len(d)):
+            p = _selection_law(d, ell, a, mpmath.mpf(10) ** 300)[:-1]  # "none" weight ~ 0
+            q = _selection_law(dp, ell, a, mpmath.mpf(10) ** 300)[:-1]
+            leak = max(leak, _hockey_stick(p, q, a), _hockey_stick(q, p, a))
+    assert leak > mpmath.mpf("0.1")
+
+
+def _dlap_cdf(x: int, q: Any) -> Any:
+    """P(X <= x) for X ~ DLap with parameter q (P(X = k) proportional to q^|k|)."""
+    if x >= 0:
+        return 1 - q ** (x + 1) / (1 + q)
+    return q ** (-x) / (1 + q)
+
+
+def _search_law(counts: list[int], sp: lt.TightSplit, last: int) -> dict[Any, Any]:
+    """Exact law of the search's output (grid rank or "inf"), summing over G (|G| <= 300)."""
+    srt = sorted(counts, reverse=True) + [0] * (last + 2)
+    q1 = mpmath.exp(-mpmath.mpf(sp.eps1.numerator) / sp.eps1.denominator)
+    q2 = mpmath.exp(-mpmath.mpf(sp.eps2.numerator) / sp.eps2.denominator)
+    ranks = lt.grid(last)
+    law: dict[Any, Any] = {r: mpmath.mpf(0) for r in [*ranks, "inf"]}
+    for g in range(-300, 301):  # the rest of G has mass < e^(-60)
+        pg = (1 - q1) / (1 + q1) * q1 ** abs(g)
+        alive = mpmath.mpf(1)  # P(no pass so far | G = g)
+        for j, rank in enumerate(ranks):
+            gap = srt[0] - srt[rank] - lt.threshold(j, sp, 0) - g  # pass iff gap + nu > 0
+            if j == 0:
+                p_pass = mpmath.mpf(1 if gap > 0 else 0)
+            else:
+                p_pass = 1 - _dlap_cdf(-gap, q2)  # P(nu > -gap)
+            law[rank] += pg * alive * p_pass
+            alive *= 1 - p_pass
+        law["inf"] += pg * alive
+    return law
+
+
+def test_lemma_s_exactly_on_random_pairs() -> None:
+    """docs/privacy.md §18.3: P_D(o) <= e^(s_o) P_D'(o), s = eps1 for l = 1 and "inf",
+    eps1 + eps2 for l >= 2, for any thresholds (here kappa = 0)."""
+    sp = lt.make_split(Fraction(2), Fraction(1, 100))
+    s1 = mpmath.mpf(1) / 5
+    s2 = s1 + mpmath.mpf(1) / 5
+    worst = mpmath.mpf(0)
+    for d, dp in _random_pairs(2, 12):
+        law_d, law_dp = _search_law(d, sp, 8), _search_law(dp, sp, 8)
+        assert abs(mpmath.fsum(law_d.values()) - 1) < mpmath.mpf(10) ** -20
+        for o in law_d:
+            bound = mpmath.exp(s1 if o in (1, "inf") else s2)
+            for p, r in ((law_d[o], law_dp[o]), (law_dp[o], law_d[o])):
+                assert r > 0
+                worst = max(worst, p / r / bound)
+    assert worst > mpmath.mpf("0.5")  # the bound is approached, not vacuous
+    assert worst <= 1 + mpmath.mpf(10) ** -9  # truncation of G: relative error < 1e-12
