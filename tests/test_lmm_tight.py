@@ -403,7 +403,7 @@ def test_lemma_t_exactly_on_random_pairs() -> None:
 
 
 def test_lemma_t_fails_without_the_none_option() -> None:
-    """The same check has power: the restricted exponential mechanism alone leaks far above delta."""
+    """The check has power: the restricted exponential mechanism alone leaks far above delta."""
     a = mpmath.mpf("0.8")
     leak = mpmath.mpf(0)
     for d, dp in _random_pairs(1, 300):
@@ -433,10 +433,8 @@ def _search_law(counts: list[int], sp: lt.TightSplit, last: int) -> dict[Any, An
         alive = mpmath.mpf(1)  # P(no pass so far | G = g)
         for j, rank in enumerate(ranks):
             gap = srt[0] - srt[rank] - lt.threshold(j, sp, 0) - g  # pass iff gap + nu > 0
-            if j == 0:
-                p_pass = mpmath.mpf(1 if gap > 0 else 0)
-            else:
-                p_pass = 1 - _dlap_cdf(-gap, q2)  # P(nu > -gap)
+            # rank 1 has no nu; deeper ranks pass with P(nu > -gap)
+            p_pass = mpmath.mpf(1 if gap > 0 else 0) if j == 0 else 1 - _dlap_cdf(-gap, q2)
             law[rank] += pg * alive * p_pass
             alive *= 1 - p_pass
         law["inf"] += pg * alive
