@@ -212,7 +212,7 @@ def o5_certified_grid(x1: float, x2: float, y0: float, y1: float) -> Callable[[i
     return lambda ell: at((ell - 1).bit_length())
 
 
-def o7_chosen(kappa: int = lt.KAPPA) -> Callable[[int], float]:
+def o7_chosen(kappa: tuple[int, int] = lt.KAPPA) -> Callable[[int], float]:
     """lmm-tight as shipped: search thresholds T_j (docs/privacy.md §18.1); the selection's
     "none" absorbs the top-l instability, so no certification delta is spent."""
     sp = lt.default_split(EPS, DELTA)
@@ -298,7 +298,7 @@ def main() -> None:
         m = make(*shares)
         sh = ", ".join(f"{x:.3g}" for x in shares)
         print(f"| {name} | {sh} | " + " | ".join(f"{m(e):.1f}" for e in ELLS) + " |")
-    for kappa in (0, lt.KAPPA):
+    for kappa in ((0, 0), lt.KAPPA):
         m = o7_chosen(kappa)
         label = f"O7 search + thresholded selection (lmm-tight), kappa = {kappa}"
         print(f"| {label} | 0.1, 0.1, -, - | " + " | ".join(f"{m(e):.0f}" for e in ELLS) + " |")

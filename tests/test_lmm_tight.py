@@ -40,12 +40,12 @@ ALPHA_EACH = 1e-3
 
 
 def _hand_threshold(j: int, eps: str, delta: str) -> int:
-    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j + 2 s_j), a_0 = 9 eps/10, a_j = 8 eps/10,
-    s_0 = 10/eps, s_j = 20/eps (mpmath)."""
+    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j + k_j s_j), a_0 = 9 eps/10, a_j = 8 eps/10,
+    k_0 s_0 = 3 * 10/eps, k_j s_j = 2 * 20/eps (mpmath)."""
     e = mpmath.mpf(eps)
     a = e * mpmath.mpf(9 if j == 0 else 8) / 10
-    s = (10 if j == 0 else 20) / e
-    x = 1 + (j * mpmath.log(2) - mpmath.log(mpmath.mpf(delta)) + mpmath.log(9)) / a + 2 * s
+    ks = (30 if j == 0 else 40) / e
+    x = 1 + (j * mpmath.log(2) - mpmath.log(mpmath.mpf(delta)) + mpmath.log(9)) / a + ks
     return int(mpmath.ceil(x))
 
 
@@ -61,12 +61,12 @@ def test_split_is_exact_and_sums_to_eps() -> None:
 
 
 # Literals checked by hand: e.g. T_0 at eps = 1, delta = 1e-6 is
-# ceil(1 + (ln 1e6 + ln 9)/0.9 + 2*10) = ceil(1 + (13.815511 + 2.197225)/0.9 + 20)
-# = ceil(38.791928) = 39; T_1 = ceil(1 + (ln 2 + ln 1e6 + ln 9)/0.8 + 2*20) = ceil(61.882353) = 62.
+# ceil(1 + (ln 1e6 + ln 9)/0.9 + 3*10) = ceil(1 + (13.815511 + 2.197225)/0.9 + 30)
+# = ceil(48.791928) = 49; T_1 = ceil(1 + (ln 2 + ln 1e6 + ln 9)/0.8 + 2*20) = ceil(61.882353) = 62.
 LITERALS = {
-    ("1", "1e-6"): {0: 39, 1: 62, 3: 64, 4: 65, 7: 68, 10: 70, 40: 96},
-    ("0.1", "1e-6"): {0: 379, 1: 610, 3: 628, 4: 636, 7: 662, 10: 688, 40: 948},
-    ("2", "1e-9"): {0: 24, 1: 36, 3: 37, 4: 38, 7: 39, 10: 40, 40: 53},
+    ("1", "1e-6"): {0: 49, 1: 62, 3: 64, 4: 65, 7: 68, 10: 70, 40: 96},
+    ("0.1", "1e-6"): {0: 479, 1: 610, 3: 628, 4: 636, 7: 662, 10: 688, 40: 948},
+    ("2", "1e-9"): {0: 29, 1: 36, 3: 37, 4: 38, 7: 39, 10: 40, 40: 53},
 }
 
 
@@ -122,8 +122,8 @@ def simulate(counts: list[int], eps: float, delta: float, n: int, seed: int) -> 
         return int(srt[k - 1]) if k <= nonzero else 0
 
     def thr(j: int, a: float) -> int:
-        noise = 1 / e1 + (1 / e2 if j else 0.0)
-        return math.ceil(1 + (j * math.log(2) + math.log(1 / delta) + math.log(9)) / a + 2 * noise)
+        noise = 3 / e1 if j == 0 else 2 * (1 / e1 + 1 / e2)
+        return math.ceil(1 + (j * math.log(2) + math.log(1 / delta) + math.log(9)) / a + noise)
 
     out: list[Any] = []
     for _ in range(n):
@@ -280,7 +280,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     )
     assert code == 0, err
     res = json.loads(out)
-    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 39
+    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 49
     assert "n" not in res and "noisy_max" not in res
     assert res["private"] is False and res["params"]["mechanism"] == "lmm-tight"
     assert res["params"]["split"]["eps1_offset"] == "1/10"
@@ -295,7 +295,7 @@ def test_cli_none_with_hint(tmp_path: Path) -> None:
     code, out, err = _cli([*args, "--neighbours", "add-remove", "--seed", "1"])
     assert code == 0
     assert json.loads(out)["itemset"] is None and json.loads(out)["ell"] == "inf"
-    assert "lmm-tight answers when the top support leads" in err and "379" in err
+    assert "lmm-tight answers when the top support leads" in err and "479" in err
 
 
 def test_cli_refuses_replace_one(tmp_path: Path) -> None:
@@ -432,7 +432,7 @@ def _search_law(counts: list[int], sp: lt.TightSplit, last: int) -> dict[Any, An
         pg = (1 - q1) / (1 + q1) * q1 ** abs(g)
         alive = mpmath.mpf(1)  # P(no pass so far | G = g)
         for j, rank in enumerate(ranks):
-            gap = srt[0] - srt[rank] - lt.threshold(j, sp, 0) - g  # pass iff gap + nu > 0
+            gap = srt[0] - srt[rank] - lt.threshold(j, sp, (0, 0)) - g  # pass iff gap + nu > 0
             # rank 1 has no nu; deeper ranks pass with P(nu > -gap)
             p_pass = mpmath.mpf(1 if gap > 0 else 0) if j == 0 else 1 - _dlap_cdf(-gap, q2)
             law[rank] += pg * alive * p_pass

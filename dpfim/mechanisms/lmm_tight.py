@@ -48,7 +48,7 @@ EPS2_SHARE = Fraction(1, 10)  # per-rank noise nu_l ~ DLap(1/eps2), l >= 2
 # KAPPA times the search's noise scale, so that a pass rarely comes at a rank where the
 # selection would then say none (utility only: any data-independent T keeps the guarantee).
 ODDS = 9
-KAPPA = 2
+KAPPA = (3, 2)  # (rank 1, ranks >= 2): rank 1's only noise is G, so it gets one scale more
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,10 @@ def grid(last_rank: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def threshold(j: int, split: TightSplit, kappa: int = KAPPA) -> int:
-    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j + KAPPA s_j), a_j = split.alpha_at(j),
-    s_0 = 1/eps1 and s_j = 1/eps1 + 1/eps2 (the search noise scales at rank 2^j).
+def threshold(j: int, split: TightSplit, kappa: tuple[int, int] = KAPPA) -> int:
+    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j + k_j s_j), a_j = split.alpha_at(j),
+    s_0 = 1/eps1 and s_j = 1/eps1 + 1/eps2 (the search noise scales at rank 2^j),
+    (k_0, k_j) = kappa for rank 1 and the deeper ranks.
 
     At c(1) - c(l+1) = T_j the selection's "none" weight is below 1/ODDS of the top itemset's
     (the KAPPA term only adds to the gap). Utility only: the privacy proof holds for every
@@ -104,7 +105,7 @@ def threshold(j: int, split: TightSplit, kappa: int = KAPPA) -> int:
     a = float(split.alpha_at(j))
     scale = float(1 / split.eps1) + (0.0 if j == 0 else float(1 / split.eps2))
     none_gap = 1 + (j * math.log(2) - log_fraction(split.delta) + math.log(ODDS)) / a
-    return round_up(none_gap + kappa * scale)
+    return round_up(none_gap + (kappa[0] if j == 0 else kappa[1]) * scale)
 
 
 # --- the mechanism ------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def run_split(
     *,
     ell_max: int = DEFAULT_ELL_MAX,
     universe_size: int | None = None,
-    kappa: int = KAPPA,
+    kappa: tuple[int, int] = KAPPA,
 ) -> Outcome:
     """Search the grid, then select. Outcome.ell: the rank found, or None for "inf".
 
