@@ -203,6 +203,7 @@ def test_exact_law_matches_independent_simulation(case: tuple[list[int], str, st
     assert _pvalue(mine_out, sim_out) > ALPHA_EACH
 
 
+@pytest.mark.slow
 def test_simulation_catches_a_wrong_law() -> None:
     """The comparison has power: thresholds one step lower (eps 1 -> 2) are told apart."""
     counts = [70, 45, 40, 20, 5]

@@ -33,7 +33,8 @@ from dpfim.mechanisms.base import Outcome, VectorCounts
 from dpfim.mechanisms.selection import pick_member, select_count
 from dpfim.samplers.rng import seeded_source
 
-N = int(os.environ.get("DPFIM_AUDIT_N_TIGHT", 4000))
+N = int(os.environ.get("DPFIM_AUDIT_N_TIGHT", 3000))  # per side, real mechanism
+N_BROKEN = int(os.environ.get("DPFIM_AUDIT_N_TIGHT_BROKEN", 4000))  # per side, broken ones
 EPS = Fraction(1)
 DELTA = Fraction(1, 1000)
 # The guarantee holds for every data-independent threshold (§18.3), so most pairs run with
@@ -115,7 +116,8 @@ def _chunk(args: tuple[str, tuple[int, ...], tuple[int, int], int, int]) -> list
 def sample(
     variant: str, counts: Sequence[int], seed: int, kappa: tuple[int, int] = (0, 0)
 ) -> list[A.Output]:
-    jobs = [(variant, tuple(counts), kappa, seed * 1000 + k, N // 2) for k in range(2)]
+    n = N if variant == "real" else N_BROKEN
+    jobs = [(variant, tuple(counts), kappa, seed * 1000 + k, n // 2) for k in range(2)]
     with ProcessPoolExecutor(2) as pool:
         return [o for part in pool.map(_chunk, jobs) for o in part]
 
