@@ -110,6 +110,13 @@ def cli() -> None:
     show_default=True,
     help="Data-independent cap on the margin search (open universe).",
 )
+@click.option(
+    "--max-memory",
+    default=None,
+    metavar="SIZE",
+    help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most 8G]. "
+    "Exact counting that cannot fit stops with exit 6.",
+)
 @click.option("--seed", type=int, default=None, help="Reproducible, NOT private run (for tests).")
 @click.option(
     "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
@@ -137,7 +144,7 @@ def mine(input_path: str, **opt: Any) -> None:
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
-    4 budget exhausted, 5 ledger not writable.
+    4 budget exhausted, 5 ledger not writable, 6 exact counting does not fit --max-memory.
 
     \b
     Examples:
@@ -173,6 +180,7 @@ def mine(input_path: str, **opt: Any) -> None:
         "ell_max",
         "candidates",
         "seed",
+        "max_memory",
     )
     diag = Diagnostics()
     result = mine_file(
