@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.ledger import margin_ledger
 from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
@@ -21,6 +21,7 @@ from dpfim.params import (
     check_delta,
     check_ell_max,
     check_eps,
+    check_memory,
     check_size,
     fraction_to_float,
 )
@@ -31,9 +32,10 @@ from dpfim.readers import (
     read_records,
     read_universe,
     resolve_format,
+    restrict,
     truncate,
 )
-from dpfim.result import build
+from dpfim.result import build, utc_now
 from dpfim.samplers.rng import RandomSource, resolve
 
 MECHANISMS = (
@@ -116,6 +118,9 @@ def check_options(
         )
     if candidates < 1:
         raise ParameterError(f"--candidates must be at least 1, got {candidates}")
+    if mechanism == "choosing" and max_record_items is not None:
+        growth = math.comb(max_record_items, check_size(size))
+        baselines.check_choosing(check_eps(eps), check_delta(delta), growth)
     return Options(
         check_size(size),
         check_eps(eps),
@@ -143,13 +148,17 @@ def mine(
     fmt: str | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
 
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
+    RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
+    started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
         size=size,
         eps=eps,
@@ -161,8 +170,11 @@ def mine(
         universe_given=universe is not None,
         max_record_items=max_record_items,
     )
+    budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
+    elif universe is not None:  # the vocabulary applies on every path (issue 9)
+        records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
     if max_record_items is not None:
         if max_record_items < opts.size:
@@ -179,6 +191,8 @@ def mine(
         progress,
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
+        started=started,
+        max_memory=budget,
     )
 
 
@@ -189,6 +203,7 @@ def mine_file(
     sep: str | None = None,
     record_col: str | None = None,
     item_col: str | None = None,
+    compression: str = "auto",
     max_record_items: int | None = None,
     universe_items: str | None = None,
     size: int = 2,
@@ -202,12 +217,15 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    max_memory: as in mine().
     """
+    started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
     opts = check_options(
         size=size,
@@ -224,6 +242,7 @@ def mine_file(
         raise ParameterError(
             f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
         )
+    budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
     check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
@@ -232,14 +251,16 @@ def mine_file(
     t0 = time.perf_counter()
     records = read_records(
         source,
-        fmt=decided,
+        fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
         sep=sep,
         record_col=record_col,
         item_col=item_col,
+        compression=compression,
         max_record_items=max_record_items,
         universe=universe,
         rng=source_rng,
         progress=progress,
+        warn=diag.warnings.append,
     )
     diag.timings["read"] = time.perf_counter() - t0
     if reserve is not None:
@@ -253,6 +274,8 @@ def mine_file(
         progress,
         diag,
         max_record_items=max_record_items,
+        started=started,
+        max_memory=budget,
     )
 
 
@@ -266,6 +289,8 @@ def _mine(
     diag: Diagnostics,
     *,
     max_record_items: int | None = None,
+    started: str,
+    max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
     universe_size = None
@@ -279,14 +304,18 @@ def _mine(
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
-    index = SupportIndex(records, opts.size, progress=progress)
+    index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
     out, params_extra, ledger = run_mechanism(
         index, opts, source, universe_size, max_record_items=max_record_items
     )
-    itemset = _name(out, index, records, opts.size, source)
-    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
+    diag.timings["count"] = index.seconds
+    diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
     diag.facts.update(
         {
+            "memory budget (MiB)": index.max_memory >> 20,
+            "counting passes over the records": index.passes,
+            "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": records.n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
@@ -323,7 +352,16 @@ def _mine(
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
-    return build(**fields, params=params, ledger=ledger, private=private)
+    return build(**fields, params=params, ledger=ledger, private=private, created=started)
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak >> 20 if sys.platform == "darwin" else peak >> 10)
 
 
 def run_mechanism(
@@ -396,16 +434,36 @@ def run_mechanism(
 
 
 def _name(
-    out: Outcome, index: SupportIndex, records: Records, size: int, rng: RandomSource
+    out: Outcome,
+    index: SupportIndex,
+    records: Records,
+    size: int,
+    rng: RandomSource,
+    *,
+    declared: bool,
 ) -> list[str] | None:
-    """The selected itemset as sorted canonical strings, or None for the answer "none"."""
+    """The selected itemset as sorted canonical strings, or None for the answer "none".
+
+    A zero-count pick is named only in a declared universe. In the open universe it is "none":
+    the limit argument of docs/privacy.md §6 covers exactly that, and naming a zero-count
+    r-subset of the data's items would reveal which items occur (issue 9).
+    """
     if out.index is not None:
         ids = index.itemsets[out.index]
-    elif out.zero_pick:
+    elif out.zero_pick and declared:
         ids = _random_zero_subset(index, len(records.items), size, rng)
     else:
         return None
-    return sorted(records.items[int(i)] for i in ids)
+    return sort_items(records.items[int(i)] for i in ids)
+
+
+def sort_items(items: Iterable[str]) -> list[str]:
+    """The released order: numerically when every item is a decimal integer (FIMI ids), else
+    by string. Depends on the released items only (post-processing)."""
+    names = list(items)
+    if all(s.isascii() and s.isdigit() for s in names):
+        return sorted(names, key=lambda s: (int(s), s))
+    return sorted(names)
 
 
 def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomSource) -> list[int]:

@@ -20,7 +20,7 @@ from dpfim.errors import DpfimError, ParameterError
 from dpfim.mechanisms import lmm_tight
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
-from dpfim.readers import FORMATS
+from dpfim.readers import COMPRESSIONS, FORMATS
 from dpfim.result import check_output_path, write, write_text
 
 CURATOR = "curator-only, not private"
@@ -56,7 +56,18 @@ def cli() -> None:
     ".dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
 )
 @click.option(
-    "--sep", default=None, help="Item separator for basket files [default: , (tab for .tsv)]."
+    "--sep",
+    default=None,
+    help="Item separator for basket and long CSV files; tab as 'tab' or '\\t' "
+    "[default: , (tab for .tsv)].",
+)
+@click.option(
+    "--compression",
+    default="auto",
+    show_default=True,
+    type=click.Choice(COMPRESSIONS),
+    help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path, by the "
+    "magic bytes for stdin.",
 )
 @click.option("--record-col", default=None, help="Long format: the record-id column.")
 @click.option("--item-col", default=None, help="Long format: the item column.")
@@ -100,6 +111,13 @@ def cli() -> None:
     show_default=True,
     help="Data-independent cap on the margin search (open universe).",
 )
+@click.option(
+    "--max-memory",
+    default=None,
+    metavar="SIZE",
+    help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most 8G]. "
+    "Exact counting that cannot fit stops with exit 6.",
+)
 @click.option("--seed", type=int, default=None, help="Reproducible, NOT private run (for tests).")
 @click.option(
     "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
@@ -127,7 +145,7 @@ def mine(input_path: str, **opt: Any) -> None:
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
-    4 budget exhausted, 5 ledger not writable.
+    4 budget exhausted, 5 ledger not writable, 6 exact counting does not fit --max-memory.
 
     \b
     Examples:
@@ -150,6 +168,7 @@ def mine(input_path: str, **opt: Any) -> None:
     library_options = (
         "fmt",
         "sep",
+        "compression",
         "record_col",
         "item_col",
         "max_record_items",
@@ -162,6 +181,7 @@ def mine(input_path: str, **opt: Any) -> None:
         "ell_max",
         "candidates",
         "seed",
+        "max_memory",
     )
     diag = Diagnostics()
     result = mine_file(
