@@ -22,7 +22,7 @@ from typing import Any
 
 import tight_margins as tm
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.mechanisms import baselines, lmm_gap
 from dpfim.mechanisms import lmm_tight as lt
 from dpfim.mechanisms.base import Outcome
