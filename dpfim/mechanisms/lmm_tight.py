@@ -18,8 +18,8 @@ DP (eps1 for l = 1 and for "none", eps1 + eps2 for l >= 2) whatever its threshol
 is (a, delta)-DP for every fixed l: an itemset that leaves the top l between neighbours has count
 <= c(l+1) + 1, so its probability is <= delta/l against the weight of "none". Every output that
 reaches the selection spends eps; delta is the selection's alone. The thresholds T(l) are
-data-independent and affect only utility. Preconditions: counts exact; exact discrete noise from the injected RandomSource; exact
-(certified) sampling of the selection; n never released.
+data-independent and affect only utility. Preconditions: counts exact; exact discrete noise
+from the injected RandomSource; exact (certified) sampling of the selection; n never released.
 Proof: docs/privacy.md, section 18 "lmm-tight"; design: docs/lmm-tight-design.md.
 """
 
