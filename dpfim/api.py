@@ -13,7 +13,7 @@ from typing import Any
 from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import baselines, lmm, lmm_gap
+from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
@@ -32,14 +32,16 @@ from dpfim.readers import (
     read_records,
     read_universe,
     resolve_format,
+    restrict,
     truncate,
 )
-from dpfim.result import build
+from dpfim.result import build, utc_now
 from dpfim.samplers.rng import RandomSource, resolve
 
 MECHANISMS = (
     "lmm",
     "lmm-gap",
+    "lmm-tight",
     "em",
     "noisy-max-laplace",
     "permute-and-flip",
@@ -50,7 +52,7 @@ MECHANISMS = (
 # Baselines that need a finite universe (SPEC §6): they refuse to run without one.
 FINITE_UNIVERSE = ("em", "noisy-max-laplace", "permute-and-flip")
 # Their published analyses need counts that move together (docs/privacy.md §10, §16, §17).
-ADD_REMOVE_ONLY = ("lmm-gap", "choosing", "limited-domain")
+ADD_REMOVE_ONLY = ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
 PURE = ("em", "noisy-max-laplace", "permute-and-flip")
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
@@ -116,6 +118,9 @@ def check_options(
         )
     if candidates < 1:
         raise ParameterError(f"--candidates must be at least 1, got {candidates}")
+    if mechanism == "choosing" and max_record_items is not None:
+        growth = math.comb(max_record_items, check_size(size))
+        baselines.check_choosing(check_eps(eps), check_delta(delta), growth)
     return Options(
         check_size(size),
         check_eps(eps),
@@ -153,6 +158,7 @@ def mine(
     max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
     RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
+    started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
         size=size,
         eps=eps,
@@ -167,6 +173,8 @@ def mine(
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
+    elif universe is not None:  # the vocabulary applies on every path (issue 9)
+        records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
     if max_record_items is not None:
         if max_record_items < opts.size:
@@ -183,6 +191,7 @@ def mine(
         progress,
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
+        started=started,
         max_memory=budget,
     )
 
@@ -194,6 +203,7 @@ def mine_file(
     sep: str | None = None,
     record_col: str | None = None,
     item_col: str | None = None,
+    compression: str = "auto",
     max_record_items: int | None = None,
     universe_items: str | None = None,
     size: int = 2,
@@ -215,6 +225,7 @@ def mine_file(
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     max_memory: as in mine().
     """
+    started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
     opts = check_options(
         size=size,
@@ -240,14 +251,16 @@ def mine_file(
     t0 = time.perf_counter()
     records = read_records(
         source,
-        fmt=decided,
+        fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
         sep=sep,
         record_col=record_col,
         item_col=item_col,
+        compression=compression,
         max_record_items=max_record_items,
         universe=universe,
         rng=source_rng,
         progress=progress,
+        warn=diag.warnings.append,
     )
     diag.timings["read"] = time.perf_counter() - t0
     if reserve is not None:
@@ -261,6 +274,7 @@ def mine_file(
         progress,
         diag,
         max_record_items=max_record_items,
+        started=started,
         max_memory=budget,
     )
 
@@ -275,6 +289,7 @@ def _mine(
     diag: Diagnostics,
     *,
     max_record_items: int | None = None,
+    started: str,
     max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
@@ -293,7 +308,7 @@ def _mine(
     out, params_extra, ledger = run_mechanism(
         index, opts, source, universe_size, max_record_items=max_record_items
     )
-    itemset = _name(out, index, records, opts.size, source)
+    itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
     diag.timings["count"] = index.seconds
     diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
     diag.facts.update(
@@ -330,14 +345,14 @@ def _mine(
     fields: dict[str, Any] = {"itemset": itemset}
     if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
         fields["noisy_max"] = out.noisy_max
-    if opts.mechanism in ("lmm", "lmm-gap"):
+    if opts.mechanism in ("lmm", "lmm-gap", "lmm-tight"):
         fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = records.n
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
-    return build(**fields, params=params, ledger=ledger, private=private)
+    return build(**fields, params=params, ledger=ledger, private=private, created=started)
 
 
 def _peak_rss_mib() -> int:
@@ -376,6 +391,14 @@ def run_mechanism(
             },
         }
         return out, extra, margin_ledger(split, opts.neighbours, with_max=not gap)
+    if name == lmm_tight.NAME:
+        out = lmm_tight.run(
+            counts, opts.eps, opts.delta, rng, ell_max=opts.ell_max, universe_size=universe_size
+        )
+        tight = lmm_tight.default_split(opts.eps, opts.delta)
+        extra = {"ell_max": opts.ell_max, "split": lmm_tight.split_params(tight)}
+        cost = lmm_tight.cost(opts.eps, opts.delta)
+        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
     if name in FINITE_UNIVERSE:
         if universe_size is None:
             raise ParameterError(f"--mechanism {name} needs a finite universe")
@@ -411,16 +434,36 @@ def run_mechanism(
 
 
 def _name(
-    out: Outcome, index: SupportIndex, records: Records, size: int, rng: RandomSource
+    out: Outcome,
+    index: SupportIndex,
+    records: Records,
+    size: int,
+    rng: RandomSource,
+    *,
+    declared: bool,
 ) -> list[str] | None:
-    """The selected itemset as sorted canonical strings, or None for the answer "none"."""
+    """The selected itemset as sorted canonical strings, or None for the answer "none".
+
+    A zero-count pick is named only in a declared universe. In the open universe it is "none":
+    the limit argument of docs/privacy.md §6 covers exactly that, and naming a zero-count
+    r-subset of the data's items would reveal which items occur (issue 9).
+    """
     if out.index is not None:
         ids = index.itemsets[out.index]
-    elif out.zero_pick:
+    elif out.zero_pick and declared:
         ids = _random_zero_subset(index, len(records.items), size, rng)
     else:
         return None
-    return sorted(records.items[int(i)] for i in ids)
+    return sort_items(records.items[int(i)] for i in ids)
+
+
+def sort_items(items: Iterable[str]) -> list[str]:
+    """The released order: numerically when every item is a decimal integer (FIMI ids), else
+    by string. Depends on the released items only (post-processing)."""
+    names = list(items)
+    if all(s.isascii() and s.isdigit() for s in names):
+        return sorted(names, key=lambda s: (int(s), s))
+    return sorted(names)
 
 
 def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomSource) -> list[int]:

@@ -17,9 +17,10 @@ from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
 from dpfim.errors import DpfimError, ParameterError
+from dpfim.mechanisms import lmm_tight
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
-from dpfim.readers import FORMATS
+from dpfim.readers import COMPRESSIONS, FORMATS
 from dpfim.result import check_output_path, write, write_text
 
 CURATOR = "curator-only, not private"
@@ -55,7 +56,18 @@ def cli() -> None:
     ".dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
 )
 @click.option(
-    "--sep", default=None, help="Item separator for basket files [default: , (tab for .tsv)]."
+    "--sep",
+    default=None,
+    help="Item separator for basket and long CSV files; tab as 'tab' or '\\t' "
+    "[default: , (tab for .tsv)].",
+)
+@click.option(
+    "--compression",
+    default="auto",
+    show_default=True,
+    type=click.Choice(COMPRESSIONS),
+    help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path, by the "
+    "magic bytes for stdin.",
 )
 @click.option("--record-col", default=None, help="Long format: the record-id column.")
 @click.option("--item-col", default=None, help="Long format: the item column.")
@@ -156,6 +168,7 @@ def mine(input_path: str, **opt: Any) -> None:
     library_options = (
         "fmt",
         "sep",
+        "compression",
         "record_col",
         "item_col",
         "max_record_items",
@@ -295,7 +308,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
     eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
     gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
-    lmm-gap); ms_per_run.
+    lmm-gap, lmm-tight); ms_per_run.
 
     \b
     Example:
@@ -447,6 +460,8 @@ def _report(diag: Diagnostics) -> None:
 
 def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
     """Computed from public parameters only."""
+    if mechanism == lmm_tight.NAME:
+        return lmm_tight.none_hint(check_eps(eps), check_delta(delta), size)
     make = gap_split if mechanism == "lmm-gap" else paper_split
     t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
     return (

@@ -78,21 +78,79 @@ def test_long_parquet(tmp_path: Path) -> None:
     assert as_sets(records) == [{"a", "b"}, {"a"}]
 
 
-@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
-def test_compression_is_detected_by_magic_bytes(tmp_path: Path, compress: object) -> None:
+@pytest.mark.parametrize(
+    ("compress", "suffix"), [(gzip.compress, ".gz"), (bz2.compress, ".bz2"), (lzma.compress, ".xz")]
+)
+def test_compression_is_decided_by_the_extension(
+    tmp_path: Path, compress: object, suffix: str
+) -> None:
     packed = compress(b"a,b\nc\n")  # type: ignore[operator]
-    for name in ("x.csv", "x.csv.gz"):  # the name does not matter
-        assert as_sets(read_records(write(tmp_path, name, packed))) == [{"a", "b"}, {"c"}]
+    assert as_sets(read_records(write(tmp_path, "x.csv" + suffix, packed))) == [{"a", "b"}, {"c"}]
+    # Without the extension the bytes are read as they are: the content never decides.
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        read_records(write(tmp_path, "x.csv", packed))
+    # --compression overrides the name, for paths and stdin.
+    label = suffix_label(suffix)
+    assert as_sets(read_records(write(tmp_path, "y.csv", packed), compression=label))
+    stdin = io.BytesIO(packed)
+    got = read_records("-", fmt="basket", stdin=stdin, compression=label)
+    assert as_sets(got) == [{"a", "b"}, {"c"}]
+    # stdin is read as it is by default (a hint says what to do), never sniffed
+    with pytest.raises(InputError, match=f"--compression {label}"):
+        read_records("-", fmt="basket", stdin=io.BytesIO(packed))
 
 
-def test_a_gz_name_on_plain_data_is_read_as_plain(tmp_path: Path) -> None:
-    assert as_sets(read_records(write(tmp_path, "x.csv.gz", "a,b\n"))) == [{"a", "b"}]
+@pytest.mark.parametrize("compress", [bz2.compress, lzma.compress, gzip.compress])
+def test_a_compressed_input_must_be_whole(tmp_path: Path, compress: object) -> None:
+    """Concatenated streams are all read; trailing bytes or a cut stream are a data error
+    (Python's bz2/xz readers silently drop what follows the first stream)."""
+    one, two = compress(b"a,b\n"), compress(b"c\n")  # type: ignore[operator]
+    suffix = {bz2.compress: ".bz2", lzma.compress: ".xz", gzip.compress: ".gz"}[compress]
+    path = write(tmp_path, "x.csv" + suffix, one + two)
+    assert as_sets(read_records(path)) == [{"a", "b"}, {"c"}]
+    for bad in (one + b"x,y\n", one[:-3]):
+        with pytest.raises(InputError, match="damaged"):
+            read_records(write(tmp_path, "x.csv" + suffix, bad))
+
+
+def suffix_label(suffix: str) -> str:
+    return {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}[suffix]
+
+
+def test_a_first_record_that_looks_compressed_is_just_text(tmp_path: Path) -> None:
+    # issue 9: magic bytes let the first record turn a plain file into a data error
+    path = write(tmp_path, "x.csv", "BZh91AY,milk\nbread,milk\n")
+    assert as_sets(read_records(path)) == [{"BZh91AY", "milk"}, {"bread", "milk"}]
+    path = write(tmp_path, "x.dat", "\x1f\x8b 1\n")
+    with pytest.raises(InputError, match=r"x\.dat:1"):
+        read_records(path)
+
+
+def test_plain_data_under_a_gz_name_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="damaged gzip"):
+        read_records(write(tmp_path, "x.csv.gz", "a,b\n"))
+
+
+def test_stdin_is_never_sniffed() -> None:
+    """A first record that is a whole xz stream (no newline inside) once replaced the data set
+    when stdin's magic bytes chose the decompressor (found in review)."""
+    evil = lzma.compress(b"a,b\n" * 50)
+    while b"\n" in evil:
+        evil = lzma.compress(evil[:8] + b"a,b\n" * 50)
+    data = evil + b"\n" + b"x,y\n" * 50
+    with pytest.raises(InputError, match=r"<stdin>:1: not valid UTF-8"):
+        read_records("-", fmt="basket", stdin=io.BytesIO(data))
+
+
+def test_unsupported_compression_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="zstd -dc"):
+        read_records(write(tmp_path, "x.csv.zst", b"(\xb5/\xfd"))
 
 
 def test_damaged_compressed_data_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="damaged gzip"):
         packed = gzip.compress("".join(f"item{k},other{k * 7}\n" for k in range(5000)).encode())
-        read_records(write(tmp_path, "x.csv", packed[: len(packed) // 2]))
+        read_records(write(tmp_path, "x.csv.gz", packed[: len(packed) // 2]))
 
 
 def test_stdin(tmp_path: Path) -> None:
@@ -154,7 +212,8 @@ def test_truncate_leaves_short_records_alone() -> None:
 @pytest.mark.parametrize(
     ("name", "content", "where"),
     [
-        ("g.csv", bytes(range(256)), "g.csv:2"),  # byte 10 is a newline
+        ("g.csv", bytes(range(256)), "g.csv:1"),  # a NUL on line 1 (the first error)
+        ("h.csv", b"ok\n" + bytes(range(11, 256)), "h.csv:2"),
         ("u.csv", b"ok\ncaf\xe9\n", "u.csv:2"),
         ("n.csv", b"a\x00b\n", "n.csv:1"),
         ("f.dat", b"1 2\n3 x4\n", "f.dat:2"),
