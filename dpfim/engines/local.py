@@ -507,9 +507,8 @@ class _Accumulator:
 
     def _refuse(self) -> None:
         raise ResourceError(
-            f"exact counting of the {self._size}-itemsets needs more memory than "
-            f"--max-memory allows ({self._room // MiB} MiB left for counting); dpfim never "
-            "approximates: cap the record length with --max-record-items B (a private, "
+            f"exact counting of the {self._size}-itemsets does not fit in --max-memory; dpfim "
+            "never approximates: cap the record length with --max-record-items B (a private, "
             "record-local truncation), or raise --max-memory"
         )
 
