@@ -18,9 +18,10 @@ ResourceError (dpfim never approximates).
 
 When the frequent items hold at most half of the occurrences, the records restricted to them are
 cached as a projection (at a lower threshold s/8), so that later levels and the next lowerings
-do not pass over all the data again. From COMPILED_MIN occurrences on, numba kernels
-(dpfim.engines._compiled, imported lazily) do the projection and, when the counts are dense, the
-candidate counting in one loop per record on two threads; smaller inputs never import numba.
+do not pass over all the data again. From 20 M item occurrences on (60 M at r = 2), numba
+kernels (dpfim.engines._compiled, imported lazily) do the projection and, when the counts are
+dense, the candidate counting in one loop per record on two threads; smaller inputs never
+import numba.
 The measurements behind these choices are in docs/performance.md.
 """
 
@@ -47,8 +48,10 @@ BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
 # From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
-# their dense tables fit; below it numba's import alone would cost more than the counting.
-COMPILED_MIN = 4_000_000
+# their dense tables fit; below it numba's import (~0.5 s CPU) costs more than it saves
+# (measured crossovers: ~10 M occurrences at r = 3, between 30 M and 100 M at r = 2).
+COMPILED_MIN = {2: 60_000_000}
+COMPILED_MIN_DEEP = 20_000_000
 
 
 def _load_compiled() -> Any:
@@ -119,7 +122,7 @@ class SupportIndex:
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
         t0 = time.perf_counter()  # the counting time includes numba's import
-        big = len(records.indices) >= COMPILED_MIN
+        big = len(records.indices) >= COMPILED_MIN.get(size, COMPILED_MIN_DEEP) and size > 1
         self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
         self._full = _Source(records.indptr, records.indices, None, 1)
         self._proj: _Source | None = None
