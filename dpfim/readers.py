@@ -25,6 +25,7 @@ from typing import BinaryIO
 import numpy as np
 
 from dpfim.errors import InputError, ParameterError
+from dpfim.params import check_sep
 from dpfim.samplers.rng import RandomSource, system_source
 
 FORMATS = ("basket", "fimi", "long", "jsonl")
@@ -125,10 +126,9 @@ def read_records(
         src, fmt, long_columns_given=record_col is not None or item_col is not None
     )
     name = "<stdin>" if src == "-" else src
+    sep = check_sep(sep)
     if sep is None:
         sep = "\t" if _plain_name(src).endswith(".tsv") else ","
-    if len(sep) != 1:
-        raise ParameterError(f"--sep must be a single character, got {sep!r}")
     if max_record_items is not None and max_record_items < 1:
         raise ParameterError(f"--max-record-items must be >= 1, got {max_record_items}")
     data = _read_bytes(src, stdin)

@@ -172,10 +172,10 @@ def test_cli_spends_and_refuses_with_exit_4(tmp_path: Path, data: Path) -> None:
     code, out, err = run(args)
     assert code == 4 and out == ""
     assert err.strip().count("\n") == 0
-    assert "requested eps=3/5" in err and "spent eps=3/5" in err and "remaining eps=2/5" in err
+    assert "requested eps=0.6" in err and "spent eps=0.6" in err and "remaining eps=0.4" in err
     code, out, _ = run(["ledger", "show", str(path), "--json"])
     assert code == 0
-    assert json.loads(out)["orders"]["spent"] == {"eps": "3/5", "delta": "1/10000000"}
+    assert json.loads(out)["orders"]["spent"] == {"eps": "0.6", "delta": "1e-7"}
 
 
 @pytest.mark.parametrize(
