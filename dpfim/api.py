@@ -285,9 +285,8 @@ def _mine(
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
-    with memory_phase("counting"):
+    with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
         index = SupportIndex(records, opts.size, progress=progress)
-    with memory_phase("mechanism"):
         out, params_extra, ledger = run_mechanism(
             index, opts, source, universe_size, max_record_items=max_record_items
         )

@@ -69,17 +69,12 @@ class Interrupted(DpfimError):
 _PHASES = {
     "reading": (
         "reading the input",
-        "dpfim holds the records in memory; use a machine with more memory or split the data "
-        "set by a public key",
+        "dpfim holds every record in memory: use a machine with more memory",
     ),
     "counting": (
         "counting exactly",
         "a record with many items has C(items, r) r-subsets: pass --max-record-items B to keep "
         "a uniformly random B items of longer records (keeps the guarantee)",
-    ),
-    "mechanism": (
-        "running the mechanism (and the exact counts it deepens)",
-        "pass --max-record-items B (fewer r-subsets per record) or use a smaller --size",
     ),
 }
 

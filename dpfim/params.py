@@ -64,7 +64,7 @@ def format_amount(x: Fraction | None, *, plain: bool = False) -> str:
         dec = (Decimal(x.numerator) / Decimal(den)).normalize()
     if dec == 0:
         return "0"
-    return format(dec, "e") if dec.adjusted() < -6 else format(dec, "f")
+    return format(dec, "e") if dec.adjusted() < -4 else format(dec, "f")
 
 
 def check_sep(sep: str | None) -> str | None:
