@@ -641,9 +641,11 @@ def _reserve_standard_fds() -> None:
 
 def _catch_sigint() -> Any:
     """Ctrl-C raises Interrupted (not KeyboardInterrupt, which click turns into a blank line
-    and "Aborted!"). Returns the previous handler, or None off the main thread."""
+    and "Aborted!"). Returns the previous handler, or None when it was left alone."""
     if threading.current_thread() is not threading.main_thread():
         return None
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None  # ignored (a background job) or handled by an embedding program
 
     def handler(signum: int, frame: Any) -> None:
         raise Interrupted("interrupted")
