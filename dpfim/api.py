@@ -31,9 +31,10 @@ from dpfim.readers import (
     read_records,
     read_universe,
     resolve_format,
+    restrict,
     truncate,
 )
-from dpfim.result import build
+from dpfim.result import build, utc_now
 from dpfim.samplers.rng import RandomSource, resolve
 
 MECHANISMS = (
@@ -149,6 +150,7 @@ def mine(
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
     """
+    started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
         size=size,
         eps=eps,
@@ -162,6 +164,8 @@ def mine(
     )
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
+    elif universe is not None:  # the vocabulary applies on every path (issue 9)
+        records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
     if max_record_items is not None:
         if max_record_items < opts.size:
@@ -178,6 +182,7 @@ def mine(
         progress,
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
+        started=started,
     )
 
 
@@ -188,6 +193,7 @@ def mine_file(
     sep: str | None = None,
     record_col: str | None = None,
     item_col: str | None = None,
+    compression: str = "auto",
     max_record_items: int | None = None,
     universe_items: str | None = None,
     size: int = 2,
@@ -211,6 +217,7 @@ def mine_file(
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     """
+    started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
     opts = check_options(
         size=size,
@@ -238,14 +245,16 @@ def mine_file(
     with memory_phase("reading"):
         records = read_records(
             source,
-            fmt=decided,
+            fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
             sep=sep,
             record_col=record_col,
             item_col=item_col,
+            compression=compression,
             max_record_items=max_record_items,
             universe=universe,
             rng=source_rng,
             progress=progress,
+            warn=diag.warnings.append,
         )
     diag.timings["read"] = time.perf_counter() - t0
     if reserve is not None:
@@ -259,6 +268,7 @@ def mine_file(
         progress,
         diag,
         max_record_items=max_record_items,
+        started=started,
     )
 
 
@@ -272,6 +282,7 @@ def _mine(
     diag: Diagnostics,
     *,
     max_record_items: int | None = None,
+    started: str,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
     universe_size = None
@@ -290,7 +301,7 @@ def _mine(
         out, params_extra, ledger = run_mechanism(
             index, opts, source, universe_size, max_record_items=max_record_items
         )
-    itemset = _name(out, index, records, opts.size, source)
+    itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
     diag.timings["count+mechanism"] = time.perf_counter() - t0
     diag.facts.update(
         {
@@ -330,7 +341,7 @@ def _mine(
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
-    return build(**fields, params=params, ledger=ledger, private=private)
+    return build(**fields, params=params, ledger=ledger, private=private, created=started)
 
 
 def run_mechanism(
@@ -395,16 +406,36 @@ def run_mechanism(
 
 
 def _name(
-    out: Outcome, index: SupportIndex, records: Records, size: int, rng: RandomSource
+    out: Outcome,
+    index: SupportIndex,
+    records: Records,
+    size: int,
+    rng: RandomSource,
+    *,
+    declared: bool,
 ) -> list[str] | None:
-    """The selected itemset as sorted canonical strings, or None for the answer "none"."""
+    """The selected itemset as sorted canonical strings, or None for the answer "none".
+
+    A zero-count pick is named only in a declared universe. In the open universe it is "none":
+    the limit argument of docs/privacy.md §6 covers exactly that, and naming a zero-count
+    r-subset of the data's items would reveal which items occur (issue 9).
+    """
     if out.index is not None:
         ids = index.itemsets[out.index]
-    elif out.zero_pick:
+    elif out.zero_pick and declared:
         ids = _random_zero_subset(index, len(records.items), size, rng)
     else:
         return None
-    return sorted(records.items[int(i)] for i in ids)
+    return sort_items(records.items[int(i)] for i in ids)
+
+
+def sort_items(items: Iterable[str]) -> list[str]:
+    """The released order: numerically when every item is a decimal integer (FIMI ids), else
+    by string. Depends on the released items only (post-processing)."""
+    names = list(items)
+    if all(s.isascii() and s.isdigit() for s in names):
+        return sorted(names, key=lambda s: (int(s), s))
+    return sorted(names)
 
 
 def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomSource) -> list[int]:

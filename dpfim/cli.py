@@ -22,7 +22,7 @@ from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
-from dpfim.readers import FORMATS
+from dpfim.readers import COMPRESSIONS, FORMATS
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
@@ -39,6 +39,7 @@ SEED_WARNING = (
 LIBRARY_OPTIONS = (
     "fmt",
     "sep",
+    "compression",
     "record_col",
     "item_col",
     "max_record_items",
@@ -86,8 +87,16 @@ def cli() -> None:
 @click.option(
     "--sep",
     default=None,
-    help="Item separator for basket files: one character, or \\t / tab "
+    help="Item separator for basket and long CSV files: one character; tab as 'tab' or '\\t' "
     "[default: , (tab for .tsv)].",
+)
+@click.option(
+    "--compression",
+    default="auto",
+    show_default=True,
+    type=click.Choice(COMPRESSIONS),
+    help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path, by the "
+    "magic bytes for stdin.",
 )
 @click.option("--record-col", default=None, help="Long format: the record-id column.")
 @click.option("--item-col", default=None, help="Long format: the item column.")

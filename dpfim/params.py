@@ -67,13 +67,14 @@ def format_amount(x: Fraction | None, *, plain: bool = False) -> str:
     return format(dec, "e") if dec.adjusted() < -4 else format(dec, "f")
 
 
-def check_sep(sep: str | None) -> str | None:
-    """The basket item separator: one character; "\\t" (as typed in a shell) or "tab" is a tab."""
-    if sep is None:
-        return None
-    if sep in ("\\t", "\t") or sep.lower() == "tab":
+def check_sep(sep: str) -> str:
+    """The item separator: one character; "\\t" (as typed in a shell) or "tab" is a tab.
+
+    A quote or a line break cannot separate items (CSV quoting and records use them).
+    """
+    if sep == "\\t" or sep.lower() == "tab":
         return "\t"
-    if len(sep) != 1:
+    if len(sep) != 1 or sep in ('"', "\n", "\r"):
         raise ParameterError(f"--sep must be a single character, \\t or tab, got {sep!r}")
     return sep
 

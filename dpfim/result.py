@@ -58,11 +58,18 @@ def build(**fields: Any) -> dict[str, Any]:
         raise AssertionError(f"result: refusing to release unlisted fields {sorted(extra)}")
     from dpfim import __version__
 
+    created = fields.pop("created", None) or utc_now()
     out: dict[str, Any] = {"schema": SCHEMA}
     out.update(fields)
     out["dpfim_version"] = __version__
-    out["created"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out["created"] = created
     return out
+
+
+def utc_now() -> str:
+    """The UTC time, to the second. Results carry the time the run STARTED, before any data was
+    read (the end time would carry the data-dependent run time, SPEC §4)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def dumps(result: dict[str, Any], *, compact: bool = False) -> str:

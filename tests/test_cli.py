@@ -106,15 +106,37 @@ def test_output_file_is_written_atomically(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-@pytest.mark.parametrize("opener", [gzip.open, bz2.open, lzma.open])
-def test_compressed_input_by_magic_bytes(tmp_path: Path, opener: object) -> None:
+@pytest.mark.parametrize(
+    ("opener", "suffix"), [(gzip.open, ".gz"), (bz2.open, ".bz2"), (lzma.open, ".xz")]
+)
+def test_compressed_input_by_extension(tmp_path: Path, opener: object, suffix: str) -> None:
     plain = pairs_file(tmp_path).read_bytes()
-    target = tmp_path / "c.csv"  # no compression suffix: the magic bytes decide
+    target = tmp_path / f"c.csv{suffix}"  # the extension decides, never the content
     with opener(target, "wb") as fh:  # type: ignore[operator]
         fh.write(plain)
     code, out, err = run(["mine", str(target), "--eps", "1", "--delta", "1e-6", "--seed", "1"])
     assert code == 0, err
     assert json.loads(out)["itemset"] == ["bread", "milk"]
+    # on stdin the magic bytes decide (documented), or --compression
+    for extra in ([], ["--compression", suffix.lstrip(".").replace("gz", "gzip")]):
+        code, out, err = run(
+            [
+                "mine",
+                "-",
+                "--format",
+                "basket",
+                "--eps",
+                "1",
+                "--delta",
+                "1e-6",
+                "--seed",
+                "1",
+                *extra,
+            ],
+            stdin=target.read_bytes(),
+        )
+        assert code == 0, err
+        assert json.loads(out)["itemset"] == ["bread", "milk"]
 
 
 def test_stdin_needs_a_format(tmp_path: Path) -> None:

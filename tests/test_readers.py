@@ -78,21 +78,56 @@ def test_long_parquet(tmp_path: Path) -> None:
     assert as_sets(records) == [{"a", "b"}, {"a"}]
 
 
-@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
-def test_compression_is_detected_by_magic_bytes(tmp_path: Path, compress: object) -> None:
+@pytest.mark.parametrize(
+    ("compress", "suffix"), [(gzip.compress, ".gz"), (bz2.compress, ".bz2"), (lzma.compress, ".xz")]
+)
+def test_compression_is_decided_by_the_extension(
+    tmp_path: Path, compress: object, suffix: str
+) -> None:
     packed = compress(b"a,b\nc\n")  # type: ignore[operator]
-    for name in ("x.csv", "x.csv.gz"):  # the name does not matter
-        assert as_sets(read_records(write(tmp_path, name, packed))) == [{"a", "b"}, {"c"}]
+    assert as_sets(read_records(write(tmp_path, "x.csv" + suffix, packed))) == [{"a", "b"}, {"c"}]
+    # Without the extension the bytes are read as they are: the content never decides.
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        read_records(write(tmp_path, "x.csv", packed))
+    # --compression overrides the name, for paths and stdin.
+    assert as_sets(read_records(write(tmp_path, "y.csv", packed), compression=suffix_label(suffix)))
+    stdin = io.BytesIO(packed)
+    assert as_sets(read_records("-", fmt="basket", stdin=stdin)) == [{"a", "b"}, {"c"}]
 
 
-def test_a_gz_name_on_plain_data_is_read_as_plain(tmp_path: Path) -> None:
-    assert as_sets(read_records(write(tmp_path, "x.csv.gz", "a,b\n"))) == [{"a", "b"}]
+def suffix_label(suffix: str) -> str:
+    return {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}[suffix]
+
+
+def test_a_first_record_that_looks_compressed_is_just_text(tmp_path: Path) -> None:
+    # issue 9: magic bytes let the first record turn a plain file into a data error
+    path = write(tmp_path, "x.csv", "BZh91AY,milk\nbread,milk\n")
+    assert as_sets(read_records(path)) == [{"BZh91AY", "milk"}, {"bread", "milk"}]
+    path = write(tmp_path, "x.dat", "\x1f\x8b 1\n")
+    with pytest.raises(InputError, match=r"x\.dat:1"):
+        read_records(path)
+
+
+def test_plain_data_under_a_gz_name_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="damaged gzip"):
+        read_records(write(tmp_path, "x.csv.gz", "a,b\n"))
+
+
+def test_stdin_compression_can_be_switched_off() -> None:
+    packed = gzip.compress(b"a,b\n")
+    with pytest.raises(InputError, match="not valid UTF-8"):  # read as the bytes they are
+        read_records("-", fmt="basket", compression="none", stdin=io.BytesIO(packed))
+
+
+def test_unsupported_compression_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="zstd -dc"):
+        read_records(write(tmp_path, "x.csv.zst", b"(\xb5/\xfd"))
 
 
 def test_damaged_compressed_data_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="damaged gzip"):
         packed = gzip.compress("".join(f"item{k},other{k * 7}\n" for k in range(5000)).encode())
-        read_records(write(tmp_path, "x.csv", packed[: len(packed) // 2]))
+        read_records(write(tmp_path, "x.csv.gz", packed[: len(packed) // 2]))
 
 
 def test_stdin(tmp_path: Path) -> None:
@@ -154,7 +189,8 @@ def test_truncate_leaves_short_records_alone() -> None:
 @pytest.mark.parametrize(
     ("name", "content", "where"),
     [
-        ("g.csv", bytes(range(256)), "g.csv:2"),  # byte 10 is a newline
+        ("g.csv", bytes(range(256)), "g.csv:1"),  # a NUL on line 1 (the first error)
+        ("h.csv", b"ok\n" + bytes(range(11, 256)), "h.csv:2"),
         ("u.csv", b"ok\ncaf\xe9\n", "u.csv:2"),
         ("n.csv", b"a\x00b\n", "n.csv:1"),
         ("f.dat", b"1 2\n3 x4\n", "f.dat:2"),

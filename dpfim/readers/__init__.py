@@ -1,0 +1,272 @@
+"""bytes/stdin -> records: formats, decompression, per-record dedupe and truncation.
+
+Parsing is record-local and decided from public information only (SPEC §3): the format comes
+from the file name's extension or `--format`, compression from the extension or
+`--compression`, never from the content (stdin's magic bytes excepted, documented); every line is
+parsed on its own, so one changed record can never change how another record is read. The
+readers stream: the input is read in chunks and only the compact records are kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from dpfim.errors import ParameterError
+from dpfim.params import check_sep
+from dpfim.readers import basket, fimi, jsonl, long
+from dpfim.readers.records import (
+    RecordBuilder,
+    Records,
+    Vocabulary,
+    from_transactions,
+    restrict,
+    truncate,
+)
+from dpfim.readers.source import (
+    COMPRESSIONS,
+    chunks,
+    decode,
+    input_size,
+    open_input,
+    plain_name,
+    resolve_compression,
+    split_lines,
+)
+from dpfim.samplers.rng import RandomSource, system_source
+
+__all__ = [
+    "COMPRESSIONS",
+    "FORMATS",
+    "Records",
+    "check_source",
+    "from_transactions",
+    "read_records",
+    "read_universe",
+    "resolve_format",
+    "restrict",
+    "truncate",
+]
+
+FORMATS = ("basket", "fimi", "long", "jsonl")
+_BY_EXTENSION = {
+    ".dat": "fimi",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "long",
+    ".csv": "basket",
+    ".tsv": "basket",
+    ".txt": "basket",
+    ".basket": "basket",
+}
+_CHUNK_READERS = {"basket": basket.read_chunk, "fimi": fimi.read_chunk, "jsonl": jsonl.read_chunk}
+
+
+def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -> str:
+    """The input format: as given, or by the file name's extension for "auto"."""
+    if fmt != "auto":
+        if fmt not in FORMATS:
+            raise ParameterError(f"--format must be auto or one of {', '.join(FORMATS)}: {fmt!r}")
+        return fmt
+    if source == "-":
+        raise ParameterError("reading stdin needs --format (auto decides by the file extension)")
+    ext = Path(plain_name(source)).suffix
+    decided = _BY_EXTENSION.get(ext)
+    if decided is None:
+        raise ParameterError(
+            f"{source}: cannot tell the format from the extension {ext or '(none)'!r}; "
+            f"pass --format ({', '.join(FORMATS)})"
+        )
+    if decided == "basket" and long_columns_given:
+        return "long"
+    return decided
+
+
+def check_source(src: str) -> None:
+    """Fail early, as a usage error, on a path that cannot be read as a file."""
+    if src == "-":
+        return
+    path = Path(src)
+    if path.is_dir():
+        raise ParameterError(f"{src}: is a directory, not a file")
+    if not path.exists():
+        raise ParameterError(f"{src}: no such file")
+
+
+def default_sep(source: str, sep: str | None) -> str:
+    """The item separator: as given (one character; `\\t` and `tab` mean a tab), else tab for
+    .tsv files and a comma otherwise."""
+    if sep is None:
+        return "\t" if plain_name(source).endswith(".tsv") else ","
+    return check_sep(sep)
+
+
+def read_universe(path: str) -> list[str]:
+    """A declared vocabulary: one item a line, trimmed, blank lines ignored, deduplicated."""
+    check_source(path)
+    items: list[str] = []
+    with open_input(path, resolve_compression(path)) as (stream, _, label):
+        for chunk, first in chunks(stream, path, label):
+            items.extend(s.strip() for s in split_lines(decode(chunk, path, first), path, first))
+    return list(dict.fromkeys(s for s in items if s))
+
+
+def read_records(
+    source: str | os.PathLike[str],
+    *,
+    fmt: str = "auto",
+    sep: str | None = None,
+    record_col: str | None = None,
+    item_col: str | None = None,
+    compression: str = "auto",
+    max_record_items: int | None = None,
+    universe: Sequence[str] | None = None,
+    rng: RandomSource | None = None,
+    progress: bool = False,
+    stdin: BinaryIO | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Records:
+    """Read a transaction file (or "-" for stdin) into Records.
+
+    warn: receives curator-only warnings (not private), e.g. that a basket file looks like long
+    format.
+    """
+    src = os.fspath(source)
+    check_source(src)
+    decided = resolve_format(
+        src, fmt, long_columns_given=record_col is not None or item_col is not None
+    )
+    name = "<stdin>" if src == "-" else src
+    sep = default_sep(src, sep)
+    if max_record_items is not None and max_record_items < 1:
+        raise ParameterError(f"--max-record-items must be >= 1, got {max_record_items}")
+    comp = resolve_compression(src, compression)
+    vocab = Vocabulary(universe)
+    if decided == "long":
+        if record_col is None or item_col is None:
+            raise ParameterError("--format long needs --record-col and --item-col")
+        if plain_name(src).endswith(".parquet"):
+            if src == "-" or comp != "none":
+                raise ParameterError(
+                    f"{name}: Parquet is read from an uncompressed file path only (it needs a "
+                    "seekable file): write it to a file first"
+                )
+            records = long.read_parquet(src, name, record_col, item_col, vocab)
+        else:
+            with open_input(src, comp, stdin) as (stream, raw, label):
+                records = long.read_csv(
+                    _progress(stream, raw, src, progress),
+                    name,
+                    label,
+                    sep,
+                    record_col,
+                    item_col,
+                    vocab,
+                )
+    else:
+        builder = RecordBuilder(vocab)
+        read_chunk = _CHUNK_READERS[decided]
+        looks_long = _LongLook() if warn is not None and fmt == "auto" else None
+        with open_input(src, comp, stdin) as (stream, raw, label):
+            for chunk, first in chunks(_progress(stream, raw, src, progress), name, label):
+                if looks_long is not None:
+                    looks_long.see(chunk, first, sep)
+                read_chunk(chunk, first, name, sep, builder)
+        records = builder.build()
+        if looks_long is not None and warn is not None and looks_long.verdict():
+            warn(
+                f"{name} looks like long format (a header and two fields a line) but is read "
+                "as baskets, one record a line; for one record per id pass --record-col and "
+                "--item-col, or --format basket to silence this"
+            )
+    if max_record_items is not None:
+        records = truncate(records, max_record_items, rng or system_source())
+    return records
+
+
+class _LongLook:
+    """Curator-only heuristic: every line has exactly two fields, the first line looks like a
+    header (its fields occur nowhere else), and first-column values repeat."""
+
+    def __init__(self) -> None:
+        self.two_fields = True
+        self.header: tuple[str, str] | None = None
+        self.header_seen_again = False
+        self.first_col_repeats = False
+        self._seen: set[str] = set()
+
+    def see(self, chunk: bytes, first: int, sep: str) -> None:
+        if not self.two_fields:
+            return
+        try:
+            lines = chunk.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            self.two_fields = False
+            return
+        for line in lines[:10_000]:
+            if not line:
+                continue
+            try:
+                fields = basket.parse_line(line.rstrip("\r"), sep)
+            except csv.Error:
+                fields = []
+            if len(fields) != 2:
+                self.two_fields = False
+                return
+            if self.header is None:
+                self.header = (fields[0], fields[1])
+                continue
+            if fields[0] in self.header or fields[1] in self.header:
+                self.header_seen_again = True
+            if fields[0] in self._seen:
+                self.first_col_repeats = True
+            self._seen.add(fields[0])
+
+    def verdict(self) -> bool:
+        return (
+            self.two_fields
+            and self.header is not None
+            and not self.header_seen_again
+            and self.first_col_repeats
+        )
+
+
+def _progress(stream: BinaryIO, raw: BinaryIO, src: str, on: bool) -> BinaryIO:
+    """A reading progress bar in (compressed) bytes on stderr; only when asked for."""
+    if not on:
+        return stream
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=input_size(src),
+        desc="reading",
+        unit="B",
+        unit_scale=True,
+        file=sys.stderr,
+        leave=False,
+    )
+    return _Counted(stream, raw, bar)  # type: ignore[return-value]
+
+
+class _Counted:
+    """Advances a progress bar by how far the raw (compressed) input has been read."""
+
+    def __init__(self, stream: BinaryIO, raw: BinaryIO, bar: object) -> None:
+        self._stream, self._raw, self._bar = stream, raw, bar
+        self._at = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        try:
+            at = self._raw.tell()
+        except (OSError, ValueError):
+            at = self._at + len(data)
+        self._bar.update(max(0, at - self._at))  # type: ignore[attr-defined]
+        self._at = at
+        if not data:
+            self._bar.close()  # type: ignore[attr-defined]
+        return data

@@ -1,0 +1,108 @@
+"""FIMI format (the benchmark `.dat` files): one record a line, items are runs of ASCII digits
+separated by spaces or tabs. Items are strings: "007" and "7" are different items.
+
+Each chunk is parsed with numpy on the raw bytes; a chunk the fast path cannot take (a token of
+18+ digits) or that holds an error goes through the line-by-line parser, which gives the same
+records and names the first bad line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from dpfim.errors import InputError
+from dpfim.readers.records import RecordBuilder
+from dpfim.readers.source import decode, split_lines
+
+_LINE = re.compile(r"[0-9 \t]*")
+_POW10 = 10 ** np.arange(18, dtype=np.int64)
+_WIDTH_BITS = 5  # token width (<= 17) is packed below the value: key = value * 32 + width
+
+
+def parse_line(line: str) -> list[str]:
+    """The items of one line; raises ValueError naming the first bad token."""
+    if not _LINE.fullmatch(line):
+        bad = next((t for t in line.split() if not (t.isascii() and t.isdigit())), line.strip())
+        raise ValueError(f"FIMI items are non-negative integers, got {bad[:40]!r}")
+    return line.split()
+
+
+def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
+    del sep  # FIMI files are separated by spaces and tabs
+    if not _fast(chunk, out):
+        _slow(chunk, first_line, name, out)
+
+
+def _slow(chunk: bytes, first_line: int, name: str, out: RecordBuilder) -> None:
+    tokens: list[str] = []
+    lengths: list[int] = []
+    for number, line in enumerate(split_lines(decode(chunk, name, first_line), name, first_line)):
+        try:
+            items = parse_line(line)
+        except ValueError as exc:
+            raise InputError(f"{name}:{first_line + number}: {exc}") from None
+        tokens.extend(items)
+        lengths.append(len(items))
+    out.add_tokens(tokens, lengths)
+
+
+def _fast(chunk: bytes, out: RecordBuilder) -> bool:
+    """Parse a chunk of whole lines with numpy; False when the slow path must run instead."""
+    raw = np.frombuffer(chunk, dtype=np.uint8)
+    if len(raw) == 0:
+        return True
+    newline = raw == 10
+    digit = (raw >= 48) & (raw <= 57)
+    cr = raw == 13
+    if not (digit | newline | cr | (raw == 32) | (raw == 9)).all():
+        return False  # the slow path names the bad line
+    if cr.any():
+        at = np.flatnonzero(cr)
+        followed = at + 1 < len(raw)
+        if not newline[at[followed] + 1].all():
+            return False  # a lone \r: the slow path raises naming its line
+    ends_with_newline = bool(newline[-1])
+    n = int(newline.sum()) + (0 if ends_with_newline else 1)
+    prev = np.empty_like(digit)
+    prev[0] = False
+    prev[1:] = digit[:-1]
+    starts = np.flatnonzero(digit & ~prev)
+    nxt = np.empty_like(digit)
+    nxt[-1] = False
+    nxt[:-1] = digit[1:]
+    ends = np.flatnonzero(digit & ~nxt)  # inclusive
+    width = ends - starts + 1
+    if len(width) and int(width.max()) > 17:
+        return False
+    # value of each token: sum of digit * 10^(distance to the token's end)
+    pos = np.flatnonzero(digit)
+    power = np.repeat(ends, width) - pos
+    values = (raw[pos] - 48).astype(np.int64) * _POW10[power]
+    if len(width):
+        group = np.zeros(len(width), dtype=np.int64)
+        np.cumsum(width[:-1], out=group[1:])
+        values = np.add.reduceat(values, group)
+    keys = (values << _WIDTH_BITS) + width
+    codes, uniques = _factorize_ints(keys)
+    lut = np.fromiter(
+        (out.vocab.id_of(str(k >> _WIDTH_BITS).zfill(k & 31)) for k in uniques.tolist()),
+        dtype=np.int64,
+        count=len(uniques),
+    )
+    row_of = np.searchsorted(np.flatnonzero(newline), starts)
+    lengths = np.bincount(row_of, minlength=n).astype(np.int64)
+    out.add_ids(lut[codes] if len(codes) else codes, lengths)
+    return True
+
+
+def _factorize_ints(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of an int64 array; pandas' hash table for large chunks."""
+    if len(keys) >= 2_000_000:  # pandas pays for its import (~0.5 s) only on big chunks
+        import pandas as pd
+
+        codes, uniques = pd.factorize(keys)
+        return codes.astype(np.int64, copy=False), np.asarray(uniques)
+    uniques, codes = np.unique(keys, return_inverse=True)
+    return codes.astype(np.int64).reshape(-1), uniques

@@ -1,0 +1,201 @@
+"""Where the bytes come from, and how they become lines — one rule for every format.
+
+* A path or "-" (stdin). Compression is decided from public information only: a path's
+  extension (`.gz`, `.bz2`, `.xz`), or `--compression`; for stdin, `--compression`, or by default
+  the stream's magic bytes (documented in docs/cli.md: there the first bytes decide, which is why
+  cron jobs should pass `--compression none` or the real one).
+* The decompressed bytes are read in chunks of whole lines (bounded memory).
+* Lines end at `\n` and nowhere else. One `\r` right before a `\n` (or at the very end of the
+  input) is dropped, so CRLF files read as LF files; a `\r` anywhere else is a data error naming
+  its line. A UTF-8 byte-order mark at the very start of the input is dropped.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import lzma
+import os
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from dpfim.errors import InputError, ParameterError
+
+COMPRESSIONS = ("auto", "none", "gzip", "bz2", "xz")
+_BY_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
+# Compressions we recognise by name but cannot read: a clear usage error instead of "not UTF-8".
+_UNSUPPORTED = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".zip": "zip", ".7z": "7z"}
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+_DECOMPRESSION_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
+BOM = b"\xef\xbb\xbf"
+CHUNK_BYTES = 16 << 20
+
+
+def plain_name(src: str) -> str:
+    """The lower-cased file name without a compression suffix (what --format auto reads)."""
+    name = Path(src).name.lower()
+    for suffix in (*_BY_SUFFIX, *_UNSUPPORTED):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def resolve_compression(src: str, compression: str = "auto") -> str:
+    """none/gzip/bz2/xz for a path (from --compression or the extension), or "magic" for stdin
+    under auto (the stream's first bytes decide; documented)."""
+    if compression not in COMPRESSIONS:
+        raise ParameterError(
+            f"--compression must be one of {', '.join(COMPRESSIONS)}: {compression!r}"
+        )
+    if compression != "auto":
+        return compression
+    if src == "-":
+        return "magic"
+    name = Path(src).name.lower()
+    for suffix, label in _UNSUPPORTED.items():
+        if name.endswith(suffix):
+            raise ParameterError(
+                f"{src}: {label}-compressed input is not supported; decompress it and pipe it "
+                f"in, e.g. `{label} -dc {src} | dpfim mine - --format FORMAT ...`"
+            )
+    return next((label for suffix, label in _BY_SUFFIX.items() if name.endswith(suffix)), "none")
+
+
+@contextlib.contextmanager
+def open_input(
+    src: str, compression: str, stdin: BinaryIO | None = None
+) -> Iterator[tuple[BinaryIO, BinaryIO, str]]:
+    """(decompressed stream, raw stream, compression used) for a path or "-"."""
+    raw: BinaryIO = (stdin or sys.stdin.buffer) if src == "-" else _open_path(src)
+    try:
+        if compression == "magic":  # stdin under --compression auto: documented in docs/cli.md
+            head = raw.read(6)
+            compression = next((lb for magic, lb in _MAGIC if head.startswith(magic)), "none")
+            raw = _Prepend(head, raw)  # type: ignore[assignment]
+        opener: Callable[[BinaryIO], BinaryIO] = {
+            "none": lambda f: f,
+            "gzip": lambda f: gzip.GzipFile(fileobj=f, mode="rb"),
+            "bz2": lambda f: bz2.BZ2File(f, mode="rb"),
+            "xz": lambda f: lzma.LZMAFile(f, mode="rb"),  # noqa: SIM115 - closed with raw
+        }[compression]
+        yield opener(raw), raw, compression
+    finally:
+        if src != "-":
+            raw.close()
+
+
+def _open_path(src: str) -> BinaryIO:
+    path = Path(src)
+    if path.is_dir():
+        raise ParameterError(f"{src}: is a directory, not a file")
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise ParameterError(f"{src}: no such file") from None
+    except PermissionError:
+        raise ParameterError(f"{src}: permission denied") from None
+    except OSError as exc:
+        raise ParameterError(f"{src}: cannot read ({exc.strerror})") from None
+
+
+class _Prepend:
+    """A stream with `head` (bytes already read from it) put back in front."""
+
+    def __init__(self, head: bytes, raw: BinaryIO) -> None:
+        self._head = head
+        self._raw = raw
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._head:
+            return self._raw.read(size)
+        if size < 0:
+            out, self._head = self._head + self._raw.read(), b""
+        else:
+            out, self._head = self._head[:size], self._head[size:]
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        return None
+
+
+def chunks(
+    stream: BinaryIO, name: str, label: str, *, size: int = CHUNK_BYTES
+) -> Iterator[tuple[bytes, int]]:
+    """(chunk, number of its first line): whole lines of the decompressed input, about `size`
+    bytes each; the last chunk may lack a final newline. A leading BOM is dropped."""
+    data = b""
+    first_line = 1
+    bom_checked = eof = False
+    while not eof:
+        try:
+            block = stream.read(size)
+        except _DECOMPRESSION_ERRORS as exc:
+            raise InputError(f"{name}: damaged {label} data ({exc})") from None
+        eof = not block
+        data += block
+        if not bom_checked and (len(data) >= len(BOM) or eof):
+            data = data[len(BOM) :] if data.startswith(BOM) else data
+            bom_checked = True
+        cut = len(data) if eof else data.rfind(b"\n") + 1
+        if cut == 0 or not bom_checked:
+            continue
+        piece, data = data[:cut], data[cut:]
+        if piece:
+            yield piece, first_line
+            first_line += piece.count(b"\n")
+
+
+def decode(chunk: bytes, name: str, first_line: int) -> str:
+    """UTF-8 text of a chunk; undecodable bytes and NUL are data errors naming the line."""
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + chunk.count(b"\n", 0, exc.start)
+        raise InputError(
+            f"{name}:{line}: not valid UTF-8 (byte 0x{chunk[exc.start]:02x}); "
+            "convert the file to UTF-8"
+        ) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        line = first_line + text.count("\n", 0, nul)
+        raise InputError(f"{name}:{line}: NUL byte (binary data?)")
+    return text
+
+
+def split_lines(text: str, name: str, first_line: int) -> list[str]:
+    """The lines of a chunk of whole lines (see the module docstring for the `\\r` rule)."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    if "\r" in text:
+        for i, line in enumerate(lines):
+            if line.endswith("\r"):
+                line = lines[i] = line[:-1]
+            if "\r" in line:
+                raise InputError(f"{name}:{first_line + i}: {CR_MESSAGE}")
+    return lines
+
+
+CR_MESSAGE = "carriage return inside a line (lines end at \\n; only a CRLF line ending is allowed)"
+
+
+def input_size(src: str) -> int | None:
+    """The byte size of a regular file (for a progress bar), else None."""
+    if src == "-":
+        return None
+    try:
+        return os.stat(src).st_size
+    except OSError:
+        return None
