@@ -260,8 +260,14 @@ class _LedgerHooks:
         ledger_mod.check(self.spend(opts))
 
     def reserve(self, opts: Options) -> None:
-        self.reserved = "pending"
-        ledger_mod.reserve(self.spend(opts))
+        self.reserved = "pending"  # an interrupt now may come before or after the append
+        try:
+            ledger_mod.reserve(self.spend(opts))
+        except Interrupted:
+            raise
+        except DpfimError:
+            self.reserved = "no"  # refused or not writable: nothing was recorded
+            raise
         self.reserved = "yes"
         self.spent = (opts.eps, opts.spent_delta)
         pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md

@@ -323,6 +323,7 @@ def test_sixteen_concurrent_processes_spend_exactly_the_budget(tmp_path: Path, d
             assert json.loads(out)["itemset"] == ["bread", "milk"]
         else:
             assert out == "" and "budget exhausted" in err
+            assert "counted" not in err and "recorded" not in err  # a refusal records nothing
     st = ledger.load(str(path))["orders"]
     assert (st.runs, st.spent_eps, st.spent_delta) == (5, 1, Fraction(5, 10**7))
     assert ledger.verify(str(path)) == 6
