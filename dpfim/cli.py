@@ -507,7 +507,12 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
 
 @ledger.command("head")
 @click.argument("path")
-def ledger_head(path: str) -> None:
+@click.option(
+    "--init",
+    is_flag=True,
+    help="Write the head file of a ledger from before head files existed (refused if one exists).",
+)
+def ledger_head(path: str, init: bool) -> None:
     """Print the verified chain head of PATH (seq and SHA-256 of the last line).
 
     Log it somewhere the ledger's writers cannot change; `ledger verify --expect-head`
@@ -517,7 +522,10 @@ def ledger_head(path: str) -> None:
     Example:
       dpfim ledger head ledger.jsonl | logger -t dpfim-ledger
     """
-    write_text(ledger_mod.head(path).text() + "\n", None)
+    if init and not os.path.exists(path):
+        raise ParameterError(f"{path}: no such ledger file")
+    head = ledger_mod.init_head(path) if init else ledger_mod.head(path)
+    write_text(head.text() + "\n", None)
 
 
 @ledger.command("show")

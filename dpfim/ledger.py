@@ -294,6 +294,27 @@ def head(path: str) -> Head:
     return chain_head(_read(path))
 
 
+def init_head(path: str) -> Head:
+    """Write the head file of a ledger that has none (one written before head files existed).
+
+    Refuses when a head file exists: a head that does not match is evidence, never overwritten.
+    Adopting a head proves nothing about the lines before it (docs/ledger.md, threat model).
+    """
+    with open(path, "rb") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        entries = parse(fh.read(), path)
+        if os.path.lexists(head_path(path)):
+            raise LedgerError(f"{path}: {head_path(path)} exists; it is never replaced by --init")
+        current = chain_head(entries)
+        try:
+            _write_head(path, current, os.fstat(fh.fileno()).st_mode & 0o777)
+        except OSError as exc:
+            raise LedgerWriteError(
+                f"{head_path(path)}: cannot write the ledger head ({exc.strerror})"
+            ) from None
+    return current
+
+
 def load(path: str) -> dict[str, DatasetState]:
     """The per-data-set state of a ledger file (verified first)."""
     return state(_read(path))

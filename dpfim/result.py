@@ -109,10 +109,15 @@ def check_output_path(path: str | None, flag: str = "-o") -> None:
         raise ParameterError(f"{flag}: empty path (use - for stdout)")
     fd = _fd_of(path)
     if fd is not None:
+        # Python sets sys.stdin/stdout/stderr to None when the descriptor was closed at start
+        # (the CLI then parks /dev/null on it, so fstat alone would not tell)
+        std_closed = fd <= 2 and (sys.stdin, sys.stdout, sys.stderr)[fd] is None
         try:
             os.fstat(fd)
         except OSError:
-            raise ParameterError(f"{flag} {path}: file descriptor {fd} is not open") from None
+            std_closed = True
+        if std_closed:
+            raise ParameterError(f"{flag} {path}: file descriptor {fd} is not open")
         return
     target = Path(os.path.realpath(path))
     try:

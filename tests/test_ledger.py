@@ -580,3 +580,15 @@ def test_verify_on_a_binary_file_names_line_1(tmp_path: Path) -> None:
     path.write_bytes(bytes(range(256)) * 4)  # holds newlines (byte 10) and no final one
     code, out, err = run(["ledger", "verify", str(path)])
     assert code == 3 and out == "" and "l.jsonl:1:" in err
+
+
+def test_a_ledger_from_before_head_files_is_adopted_once_with_init(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    Path(ledger.head_path(str(path))).unlink()  # as written by dpfim before head files
+    assert run(["ledger", "verify", str(path)])[0] == 3
+    code, out, err = run(["ledger", "head", str(path), "--init"])
+    assert code == 0 and out.startswith("seq=2 sha256="), err
+    assert run(["ledger", "verify", str(path)])[0] == 0
+    code, _, err = run(["ledger", "head", str(path), "--init"])  # an existing head is evidence
+    assert code == 3 and "never replaced" in err

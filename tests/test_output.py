@@ -330,3 +330,16 @@ def test_a_full_disk_on_ledger_show_is_an_output_error(tmp_path: Path, data: Pat
             cwd=data.parent,
         )
     assert proc.returncode == 7 and "No space left" in proc.stderr
+
+
+def test_dev_fd_1_with_stdout_closed_is_refused(data: Path) -> None:
+    """The CLI parks /dev/null on a closed fd 1; -o /dev/fd/1 must not write there silently."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpfim", "mine", str(data), *ARGS, "-o", "/dev/fd/1"],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        cwd=data.parent,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert proc.returncode == 2 and "not open" in proc.stderr
