@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -214,8 +214,8 @@ def mine(input_path: str, **opt: Any) -> None:
             **{k: opt[k] for k in LIBRARY_OPTIONS},
             progress=not opt["quiet"] and sys.stderr.isatty(),
             diagnostics=diag,
-            precheck=ledger_hooks.check if ledger_hooks else None,
-            reserve=ledger_hooks.reserve if ledger_hooks else None,
+            precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+            reserve=_reserve(ledger_hooks) if ledger_hooks else None,
         )
         for warning in diag.warnings:
             _say(f"warning ({CURATOR}): {warning}")
@@ -228,70 +228,7 @@ def mine(input_path: str, **opt: Any) -> None:
         _say(_none_hint(opt["eps"], opt["delta"], opt["size"], opt["mechanism"]))
 
 
-@dataclass
-class _LedgerHooks:
-    """The ledger's pre-check (before the data is read) and reservation (before release)."""
-
-    path: str
-    dataset: str
-    budget_eps: Fraction | None
-    budget_delta: Fraction | None
-    raise_budget: bool
-    note: str | None
-    mechanism: str
-    reserved: str = "no"  # "no", "pending" (being written), "yes"
-    spent: tuple[Fraction, Fraction] = field(default=(Fraction(0), Fraction(0)))
-
-    def spend(self, opts: Options) -> ledger_mod.Spend:
-        return ledger_mod.Spend(
-            path=self.path,
-            dataset=self.dataset,
-            eps=opts.eps,
-            delta=opts.spent_delta,
-            mechanism=self.mechanism,
-            command=["dpfim", *sys.argv[1:]],
-            budget_eps=self.budget_eps,
-            budget_delta=self.budget_delta,
-            raise_budget=self.raise_budget,
-            note=self.note,
-        )
-
-    def check(self, opts: Options) -> None:
-        ledger_mod.check(self.spend(opts))
-
-    def reserve(self, opts: Options) -> None:
-        self.reserved = "pending"  # an interrupt now may come before or after the append
-        try:
-            ledger_mod.reserve(self.spend(opts))
-        except Interrupted:
-            raise
-        except DpfimError:
-            self.reserved = "no"  # refused or not writable: nothing was recorded
-            raise
-        self.reserved = "yes"
-        self.spent = (opts.eps, opts.spent_delta)
-        pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md
-        if pause:
-            time.sleep(float(pause))
-
-    def annotate(self, exc: DpfimError) -> DpfimError:
-        """The same error, saying whether the spend stays counted in the ledger."""
-        if self.reserved == "no" or isinstance(exc, ledger_mod.LedgerWriteError):
-            return exc
-        if self.reserved == "pending":
-            note = f"the spend may have been recorded: check with dpfim ledger show {self.path}"
-        else:
-            eps, delta = self.spent
-            note = (
-                f"the spend of eps={format_amount(eps)}, delta={format_amount(delta)} stays "
-                f"counted in {self.path}"
-            )
-        out = type(exc)(f"{exc}; {note}")
-        out.exit_code = exc.exit_code
-        return out
-
-
-def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> _LedgerHooks | None:
+def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
     """Validate the ledger options (usage errors, before any work); None without --ledger."""
     if opt["raise_budget"] and (opt["budget_eps"] is None or opt["budget_delta"] is None):
         raise ParameterError("--raise-budget needs the new --budget-eps and --budget-delta")
@@ -312,15 +249,30 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> _LedgerHooks | None:
     if (opt["budget_eps"] is None) != (opt["budget_delta"] is None):
         raise ParameterError("give --budget-eps and --budget-delta together")
     b_eps, b_delta = opt["budget_eps"], opt["budget_delta"]
-    return _LedgerHooks(
+    return ledger_mod.LedgerRun(
         path=opt["ledger"],
         dataset=opt["dataset"] or input_path,
+        mechanism=opt["mechanism"],
+        command=["dpfim", *sys.argv[1:]],
         budget_eps=None if b_eps is None else check_eps(b_eps),
         budget_delta=None if b_delta is None else check_delta(b_delta),
         raise_budget=opt["raise_budget"],
         note=opt["note"],
-        mechanism=opt["mechanism"],
     )
+
+
+def _precheck(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
+    return lambda opts: run.check(opts.eps, opts.spent_delta)
+
+
+def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
+    def reserve(opts: Options) -> None:
+        run.reserve(opts.eps, opts.spent_delta)
+        pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md
+        if pause:
+            time.sleep(float(pause))
+
+    return reserve
 
 
 @cli.command()

@@ -13,7 +13,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpfim.errors import BudgetError, LedgerError, ParameterError
+from dpfim.errors import (
+    BudgetError,
+    DpfimError,
+    Interrupted,
+    LedgerError,
+    ParameterError,
+)
 from dpfim.mechanisms.thresholds import Split
 from dpfim.params import format_amount, fraction_to_float
 
@@ -482,6 +488,67 @@ def reserve(spend: Spend) -> DatasetState:
         st.spent_delta += spend.delta
         st.runs += 1
         return st
+
+
+@dataclass
+class LedgerRun:
+    """One `dpfim mine` run against a ledger: the read-only pre-check before the data is read,
+    the reservation before anything is released, and what an error after it must say."""
+
+    path: str
+    dataset: str
+    mechanism: str
+    command: list[str]
+    budget_eps: Fraction | None = None
+    budget_delta: Fraction | None = None
+    raise_budget: bool = False
+    note: str | None = None
+    reserved: str = "no"  # "no", "pending" (being written), "yes"
+    spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+
+    def spend(self, eps: Fraction, delta: Fraction) -> Spend:
+        return Spend(
+            path=self.path,
+            dataset=self.dataset,
+            eps=eps,
+            delta=delta,
+            mechanism=self.mechanism,
+            command=self.command,
+            budget_eps=self.budget_eps,
+            budget_delta=self.budget_delta,
+            raise_budget=self.raise_budget,
+            note=self.note,
+        )
+
+    def check(self, eps: Fraction, delta: Fraction) -> None:
+        check(self.spend(eps, delta))
+
+    def reserve(self, eps: Fraction, delta: Fraction) -> None:
+        self.reserved = "pending"  # an interrupt now may come before or after the append
+        try:
+            reserve(self.spend(eps, delta))
+        except Interrupted:
+            raise
+        except DpfimError:
+            self.reserved = "no"  # refused or not writable: nothing was recorded
+            raise
+        self.reserved, self.spent = "yes", (eps, delta)
+
+    def annotate(self, exc: DpfimError) -> DpfimError:
+        """The same error, saying whether the spend stays counted in the ledger."""
+        if self.reserved == "no" or isinstance(exc, LedgerWriteError):
+            return exc
+        if self.reserved == "pending":
+            note = f"the spend may have been recorded: check with dpfim ledger show {self.path}"
+        else:
+            eps, delta = self.spent
+            note = (
+                f"the spend of eps={format_amount(eps)}, delta={format_amount(delta)} stays "
+                f"counted in {self.path}"
+            )
+        out = type(exc)(f"{exc}; {note}")
+        out.exit_code = exc.exit_code
+        return out
 
 
 def _append(fh: Any, data: bytes) -> None:
