@@ -441,8 +441,17 @@ def reserve(spend: Spend) -> DatasetState:
         fh.seek(0)
         content = fh.read()
         entries = parse(content, spend.path)
-        check_head(spend.path, entries)
+        stored_head = check_head(spend.path, entries)
         st, new_lines = _plan(spend, entries)
+        mode = os.fstat(fh.fileno()).st_mode & 0o777
+        if stored_head is None:  # a new ledger: its head exists before its first line does
+            try:
+                _write_head(spend.path, Head(0, GENESIS), mode)
+            except OSError as exc:
+                raise LedgerWriteError(
+                    f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); "
+                    "nothing was released"
+                ) from None
         prev = chain_head(entries).sha256
         seq = len(entries)
         out = b""
@@ -478,7 +487,7 @@ def reserve(spend: Spend) -> DatasetState:
                 f"{spend.path}: cannot write the ledger ({exc.strerror}); nothing was released"
             ) from None
         try:
-            _write_head(spend.path, Head(seq, prev), os.fstat(fh.fileno()).st_mode & 0o777)
+            _write_head(spend.path, Head(seq, prev), mode)
         except OSError as exc:
             raise LedgerWriteError(
                 f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); the "

@@ -592,3 +592,25 @@ def test_a_ledger_from_before_head_files_is_adopted_once_with_init(tmp_path: Pat
     assert run(["ledger", "verify", str(path)])[0] == 0
     code, _, err = run(["ledger", "head", str(path), "--init"])  # an existing head is evidence
     assert code == 3 and "never replaced" in err
+
+
+def test_a_crash_during_the_first_spend_leaves_a_lagging_head_not_a_missing_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head (seq 0) is written before the first line; a failure after the append lags."""
+    path = tmp_path / "l.jsonl"
+    real = ledger._write_head
+
+    def crash_after_append(p: str, head: ledger.Head, mode: int) -> None:
+        if head.seq > 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(p, head, mode)
+
+    monkeypatch.setattr(ledger, "_write_head", crash_after_append)
+    with pytest.raises(ledger.LedgerWriteError, match="the spend is recorded"):
+        spend(path)
+    monkeypatch.undo()
+    assert ledger.verify(str(path)) == 2  # budget + spend, head still at seq 0
+    assert ledger.load(str(path))["orders"].runs == 1
+    spend(path)
+    assert ledger.head(str(path)).seq == 3
