@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -586,6 +587,15 @@ def main(argv: list[str] | None = None) -> Any:
     except MemoryError:
         _say("error: out of memory (dpfim never approximates); see --max-record-items")
         sys.exit(6)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EDQUOT):
+            if debug:
+                traceback.print_exc()
+            _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
+            sys.exit(1)
+        _discard_stdout()  # click's own output (--help, --version) could not be written
+        _say(f"error: cannot write the output ({exc.strerror})")
+        sys.exit(OutputError.exit_code)
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)

@@ -343,3 +343,19 @@ def test_dev_fd_1_with_stdout_closed_is_refused(data: Path) -> None:
         preexec_fn=lambda: os.close(1),
     )
     assert proc.returncode == 2 and "not open" in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_help_on_a_full_disk_is_an_output_error(tmp_path: Path, args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "dpfim", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    assert proc.returncode == 7 and "No space left" in proc.stderr
+    assert proc.stderr.count("\n") == 1
