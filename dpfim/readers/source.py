@@ -188,6 +188,23 @@ def split_lines(text: str, name: str, first_line: int) -> list[str]:
     return lines
 
 
+def parse_lines(
+    chunk: bytes, first_line: int, name: str, parse: Callable[[str], list[str]]
+) -> tuple[list[str], list[int]]:
+    """(all tokens, tokens per line) of a chunk, one line at a time; `parse` raises ValueError
+    with a message, reported as a data error naming the line."""
+    tokens: list[str] = []
+    lengths: list[int] = []
+    for number, line in enumerate(split_lines(decode(chunk, name, first_line), name, first_line)):
+        try:
+            items = parse(line)
+        except ValueError as exc:
+            raise InputError(f"{name}:{first_line + number}: {exc}") from None
+        tokens.extend(items)
+        lengths.append(len(items))
+    return tokens, lengths
+
+
 CR_MESSAGE = "carriage return inside a line (lines end at \\n; only a CRLF line ending is allowed)"
 
 
