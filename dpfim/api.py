@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError, memory_phase
 from dpfim.ledger import margin_ledger
 from dpfim.mechanisms import baselines, lmm, lmm_gap
@@ -21,6 +21,7 @@ from dpfim.params import (
     check_delta,
     check_ell_max,
     check_eps,
+    check_memory,
     check_size,
     fraction_to_float,
 )
@@ -146,12 +147,15 @@ def mine(
     fmt: str | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
 
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
+    RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -165,6 +169,7 @@ def mine(
         universe_given=universe is not None,
         max_record_items=max_record_items,
     )
+    budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
@@ -186,6 +191,7 @@ def mine(
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -211,6 +217,7 @@ def mine_file(
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
     precheck: Callable[[Options], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
@@ -219,6 +226,7 @@ def mine_file(
     parameters only), so an exhausted budget stops the run before any data is read.
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    max_memory: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -237,6 +245,7 @@ def mine_file(
         raise ParameterError(
             f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
         )
+    budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
     check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
@@ -272,6 +281,7 @@ def mine_file(
         diag,
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -286,6 +296,7 @@ def _mine(
     *,
     max_record_items: int | None = None,
     started: str,
+    max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
     universe_size = None
@@ -300,14 +311,18 @@ def _mine(
 
     t0 = time.perf_counter()
     with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
-        index = SupportIndex(records, opts.size, progress=progress)
+        index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
         out, params_extra, ledger = run_mechanism(
             index, opts, source, universe_size, max_record_items=max_record_items
         )
     itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
-    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    diag.timings["count"] = index.seconds
+    diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
     diag.facts.update(
         {
+            "memory budget (MiB)": index.max_memory >> 20,
+            "counting passes over the records": index.passes,
+            "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": records.n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
@@ -345,6 +360,15 @@ def _mine(
             "n is public under replace-one neighbours; never released under add-remove"
         )
     return build(**fields, params=params, ledger=ledger, private=private, created=started)
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak >> 20 if sys.platform == "darwin" else peak >> 10)
 
 
 def run_mechanism(

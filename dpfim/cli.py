@@ -53,6 +53,7 @@ LIBRARY_OPTIONS = (
     "ell_max",
     "candidates",
     "seed",
+    "max_memory",
 )
 
 
@@ -142,6 +143,13 @@ def cli() -> None:
     help="Data-independent cap on the margin search (open universe).",
 )
 @click.option(
+    "--max-memory",
+    default=None,
+    metavar="SIZE",
+    help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most 8G]. "
+    "Exact counting that cannot fit stops with exit 6.",
+)
+@click.option(
     "--seed",
     type=int,
     default=None,
@@ -184,8 +192,8 @@ def mine(input_path: str, **opt: Any) -> None:
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
-    4 budget exhausted, 5 ledger not writable, 6 out of memory, 7 result not writable,
-    130 interrupted.
+    4 budget exhausted, 5 ledger not writable, 6 out of memory (exact counting does not fit
+    --max-memory), 7 result not writable, 130 interrupted.
 
     \b
     Examples:

@@ -6,7 +6,8 @@ Exit codes (documented in docs/cli.md):
   3  data error: input that does not parse, a damaged ledger
   4  budget exhausted: the persistent ledger refuses the run
   5  the persistent ledger cannot be written (ledger.LedgerWriteError)
-  6  out of memory (ResourceError): the message names the phase and what to do
+  6  out of memory (ResourceError): exact counting does not fit in --max-memory, or memory ran
+     out; the message names the phase and what to do. dpfim never approximates
   7  the result cannot be written (OutputError): closed stdout, full disk, -o write failure
   130 interrupted (Ctrl-C, SIGINT)
 """
@@ -48,7 +49,8 @@ class LedgerError(DpfimError):
 
 
 class ResourceError(DpfimError):
-    """Not enough memory for an exact answer (dpfim never approximates)."""
+    """Exact counting does not fit in the memory budget (--max-memory), or memory ran out; the
+    message names the phase and says what to do. dpfim stops rather than approximate."""
 
     exit_code = 6
 

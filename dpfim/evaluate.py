@@ -25,7 +25,7 @@ from dpfim.api import (
     check_options,
     run_mechanism,
 )
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.readers import Records
 from dpfim.samplers.rng import RandomSource, resolve
