@@ -13,7 +13,7 @@ from typing import Any
 from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError, memory_phase
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import baselines, lmm, lmm_gap
+from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
@@ -41,6 +41,7 @@ from dpfim.samplers.rng import RandomSource, resolve
 MECHANISMS = (
     "lmm",
     "lmm-gap",
+    "lmm-tight",
     "em",
     "noisy-max-laplace",
     "permute-and-flip",
@@ -51,7 +52,7 @@ MECHANISMS = (
 # Baselines that need a finite universe (SPEC §6): they refuse to run without one.
 FINITE_UNIVERSE = ("em", "noisy-max-laplace", "permute-and-flip")
 # Their published analyses need counts that move together (docs/privacy.md §10, §16, §17).
-ADD_REMOVE_ONLY = ("lmm-gap", "choosing", "limited-domain")
+ADD_REMOVE_ONLY = ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
 PURE = ("em", "noisy-max-laplace", "permute-and-flip")
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
@@ -352,7 +353,7 @@ def _mine(
     fields: dict[str, Any] = {"itemset": itemset}
     if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
         fields["noisy_max"] = out.noisy_max
-    if opts.mechanism in ("lmm", "lmm-gap"):
+    if opts.mechanism in ("lmm", "lmm-gap", "lmm-tight"):
         fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = records.n
@@ -398,6 +399,14 @@ def run_mechanism(
             },
         }
         return out, extra, margin_ledger(split, opts.neighbours, with_max=not gap)
+    if name == lmm_tight.NAME:
+        out = lmm_tight.run(
+            counts, opts.eps, opts.delta, rng, ell_max=opts.ell_max, universe_size=universe_size
+        )
+        tight = lmm_tight.default_split(opts.eps, opts.delta)
+        extra = {"ell_max": opts.ell_max, "split": lmm_tight.split_params(tight)}
+        cost = lmm_tight.cost(opts.eps, opts.delta)
+        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
     if name in FINITE_UNIVERSE:
         if universe_size is None:
             raise ParameterError(f"--mechanism {name} needs a finite universe")

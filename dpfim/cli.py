@@ -21,6 +21,7 @@ from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
+from dpfim.mechanisms import lmm_tight
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
 from dpfim.readers import COMPRESSIONS, FORMATS
@@ -346,7 +347,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
     eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
     gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
-    lmm-gap); ms_per_run.
+    lmm-gap, lmm-tight); ms_per_run.
 
     \b
     Example:
@@ -550,6 +551,8 @@ def _report(diag: Diagnostics) -> None:
 
 def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
     """Computed from public parameters only."""
+    if mechanism == lmm_tight.NAME:
+        return lmm_tight.none_hint(check_eps(eps), check_delta(delta), size)
     make = gap_split if mechanism == "lmm-gap" else paper_split
     t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
     return (
