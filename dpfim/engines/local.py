@@ -42,8 +42,9 @@ from dpfim.readers import Records
 MiB = 1 << 20
 GiB = 1 << 30
 DEFAULT_SCRATCH = 256 * MiB
-# Bytes of scratch per generated candidate key (the int64 temporaries of one slice, measured
-# with tracemalloc on the shared data sets: ~60 B; rounded up).
+# Bytes of scratch per generated candidate key: a slice holds about eight int64 temporaries per
+# key (parent, partner, offsets, keys, lookups, the unique's sort) and each level of the
+# recursion one more slice; generous, tests/test_engine_bounded.py checks the bound.
 BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
