@@ -238,3 +238,28 @@ def test_api_takes_max_memory() -> None:
     result = mine(data, eps="1", delta="1e-6", rng=3, max_memory="256M")
     assert result["itemset"] == ["a", "b"]
     assert main is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 40), max_size=8),
+    limit=st.integers(1, 50),
+    data=st.data(),
+)
+def test_partner_slices(lengths: list[int], limit: int, data: st.DataObject) -> None:
+    """Every (occurrence, later position in its record) pair exactly once, in slices of at most
+    `limit`, even when one occurrence has more partners than a slice holds."""
+    from dpfim.engines.local import _partners
+
+    ends = np.repeat(np.cumsum(lengths), lengths).astype(np.int64)
+    total = int(sum(lengths))
+    pos = np.array(
+        sorted(data.draw(st.sets(st.integers(0, max(total - 1, 0)), max_size=total))),
+        dtype=np.int64,
+    )[:total]
+    want = [(i, q) for i, p in enumerate(pos.tolist()) for q in range(p + 1, int(ends[p]))]
+    got: list[tuple[int, int]] = []
+    for parent, partner in _partners(pos, ends, limit):
+        assert len(parent) <= limit
+        got.extend(zip(parent.tolist(), partner.tolist(), strict=True))
+    assert got == want
