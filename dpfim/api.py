@@ -11,8 +11,8 @@ from fractions import Fraction
 from typing import Any
 
 from dpfim import topk
-from dpfim.counting import SupportIndex
-from dpfim.errors import ParameterError
+from dpfim.engines.local import SupportIndex
+from dpfim.errors import ParameterError, memory_phase
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.params import (
@@ -21,6 +21,7 @@ from dpfim.params import (
     check_ell_max,
     check_eps,
     check_fraction,
+    check_memory,
     check_size,
     fraction_to_float,
 )
@@ -216,6 +217,7 @@ def mine(
     fmt: str | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset (or the top K, of one or several sizes) under
     (eps, delta)-DP, as a dpfim.result/1 dict.
@@ -223,6 +225,8 @@ def mine(
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
+    RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -240,6 +244,7 @@ def mine(
         supports=supports,
         support_share=support_share,
     )
+    budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
@@ -262,6 +267,7 @@ def mine(
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -290,11 +296,17 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    precheck: Callable[[Options], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
+    precheck: called with the validated options before the input is touched; the persistent
+    ledger checks there, read-only, that the budget allows the spend (which depends on public
+    parameters only), so an exhausted budget stops the run before any data is read.
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    max_memory: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -318,25 +330,29 @@ def mine_file(
             f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
             f"got {max_record_items}"
         )
+    budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
     check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
+    if precheck is not None:
+        precheck(opts)
     universe = read_universe(universe_items) if universe_items is not None else None
     source_rng, _ = resolve(seed)
     t0 = time.perf_counter()
-    records = read_records(
-        source,
-        fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
-        sep=sep,
-        record_col=record_col,
-        item_col=item_col,
-        compression=compression,
-        max_record_items=max_record_items,
-        universe=universe,
-        rng=source_rng,
-        progress=progress,
-        warn=diag.warnings.append,
-    )
+    with memory_phase("reading"):
+        records = read_records(
+            source,
+            fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
+            sep=sep,
+            record_col=record_col,
+            item_col=item_col,
+            compression=compression,
+            max_record_items=max_record_items,
+            universe=universe,
+            rng=source_rng,
+            progress=progress,
+            warn=diag.warnings.append,
+        )
     diag.timings["read"] = time.perf_counter() - t0
     if reserve is not None:
         reserve(opts)
@@ -350,6 +366,7 @@ def mine_file(
         diag,
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -364,6 +381,7 @@ def _mine(
     *,
     max_record_items: int | None = None,
     started: str,
+    max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
     sizes = opts.all_sizes
@@ -378,22 +396,30 @@ def _mine(
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
-    engines = [SupportIndex(records, r, progress=progress) for r in sizes]
-    index: Any = engines[0] if len(engines) == 1 else Merged(engines)
-    if opts.top == 1 and not opts.supports and len(sizes) == 1:
-        out, params_extra, ledger = run_mechanism(
-            index, opts, source, universe_size, max_record_items=max_record_items
-        )
-        itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
-        fields: dict[str, Any] = {"itemset": itemset}
-        fields.update(_round_fields(registry.get(opts.mechanism), out))
-    else:
-        fields, params_extra, ledger = _release_topk(
-            index, records, opts, source, universe_size, max_record_items
-        )
-    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
+        engines = [
+            SupportIndex(records, r, progress=progress, max_memory=max_memory) for r in sizes
+        ]
+        index: Any = engines[0] if len(engines) == 1 else Merged(engines)
+        if opts.top == 1 and not opts.supports and len(sizes) == 1:
+            out, params_extra, ledger = run_mechanism(
+                index, opts, source, universe_size, max_record_items=max_record_items
+            )
+            itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
+            fields: dict[str, Any] = {"itemset": itemset}
+            fields.update(_round_fields(registry.get(opts.mechanism), out))
+        else:
+            fields, params_extra, ledger = _release_topk(
+                index, records, opts, source, universe_size, max_record_items
+            )
+    counting = sum(e.seconds for e in engines)
+    diag.timings["count"] = counting
+    diag.timings["mechanism"] = time.perf_counter() - t0 - counting
     diag.facts.update(
         {
+            "memory budget (MiB)": engines[0].max_memory >> 20,
+            "counting passes over the records": sum(e.passes for e in engines),
+            "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": records.n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
@@ -426,6 +452,15 @@ def _mine(
             "n is public under replace-one neighbours; never released under add-remove"
         )
     return build(**fields, params=params, ledger=ledger, private=private, created=started)
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak >> 20 if sys.platform == "darwin" else peak >> 10)
 
 
 def run_mechanism(

@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpfim import topk
 from dpfim.api import check_options, run_mechanism
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import InputError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.readers import Records

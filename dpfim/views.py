@@ -1,7 +1,7 @@
 """RankedCounts views for top-k: counts with released itemsets hidden, and several sizes merged.
 
 No randomness and no privacy here: a view only re-presents exact counts that an engine (today
-dpfim.counting.SupportIndex) computed, so counting is shared by every round of a top-k run.
+dpfim.engines.local.SupportIndex) computed, so counting is shared by every round of a top-k run.
 Both views keep the RankedCounts contract (dpfim/mechanisms/base.py): `counts` holds every
 support >= `threshold` of the itemsets in view, in decreasing order, `itemsets` is aligned with
 it, and `complete` means every nonzero support is there.

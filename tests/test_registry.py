@@ -23,6 +23,7 @@ def test_the_registry_keeps_the_rules_api_had() -> None:
     assert registry.NAMES == (
         "lmm",
         "lmm-gap",
+        "lmm-tight",
         "em",
         "noisy-max-laplace",
         "permute-and-flip",
@@ -31,7 +32,7 @@ def test_the_registry_keeps_the_rules_api_had() -> None:
         "limited-domain",
     )
     assert api.FINITE_UNIVERSE == ("em", "noisy-max-laplace", "permute-and-flip")
-    assert api.ADD_REMOVE_ONLY == ("lmm-gap", "choosing", "limited-domain")
+    assert api.ADD_REMOVE_ONLY == ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
     assert api.PURE == ("em", "noisy-max-laplace", "permute-and-flip")
     assert [n for n, s in registry.REGISTRY.items() if s.needs_record_bound] == ["choosing"]
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import baselines, lmm, lmm_gap
+from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.baselines import Cost
 from dpfim.mechanisms.thresholds import Split, gap_split, paper_split, threshold
@@ -165,6 +165,31 @@ LMM_GAP = Spec(
 )
 
 
+def _tight_hint(p: Public) -> str:
+    sp = lmm_tight.default_split(p.eps, p.delta)
+    return (
+        f"lmm-tight answers when the top support leads the runner-up's by more than about "
+        f"{lmm_tight.threshold(0, sp)} records, or the 17th by about {lmm_tight.threshold(4, sp)} "
+        "(plus noise)"
+    )
+
+
+LMM_TIGHT = Spec(
+    lmm_tight.NAME,
+    frozenset(lmm_tight.NEIGHBOURS),
+    lambda c, p, rng: lmm_tight.run(
+        c, p.eps, p.delta, rng, ell_max=p.ell_max, universe_size=p.universe_size
+    ),
+    lambda p: lmm_tight.cost(p.eps, p.delta),
+    _tight_hint,
+    extra=lambda p: {
+        "ell_max": p.ell_max,
+        "split": lmm_tight.split_params(lmm_tight.default_split(p.eps, p.delta)),
+    },
+    releases=("ell",),
+)
+
+
 # --- the pure report-noisy-max family over a declared universe ------------------------------
 
 
@@ -256,6 +281,7 @@ REGISTRY: dict[str, Spec] = {
     for s in (
         LMM,
         LMM_GAP,
+        LMM_TIGHT,
         _pure("em", baselines.run_em),
         _pure("noisy-max-laplace", baselines.run_noisy_max_laplace),
         _pure("permute-and-flip", baselines.run_permute_and_flip),

@@ -24,6 +24,11 @@ def parse_line(line: str) -> list[str]:
     items = []
     for item in value:
         if isinstance(item, str):
+            if not item.isascii():  # a lone surrogate escape ("\\ud800") is no text
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError("an item is not valid Unicode (a lone surrogate)") from None
             items.append(item.strip())
         elif isinstance(item, int | float) and not isinstance(item, bool):
             items.append(json.dumps(item))
