@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from dpfim.counting import SupportIndex
 from dpfim.errors import ParameterError
@@ -27,6 +29,7 @@ from dpfim.params import (
 from dpfim.readers import (
     Records,
     check_source,
+    default_sep,
     from_transactions,
     read_records,
     read_universe,
@@ -36,6 +39,9 @@ from dpfim.readers import (
 )
 from dpfim.result import build, utc_now
 from dpfim.samplers.rng import RandomSource, resolve
+
+if TYPE_CHECKING:
+    from dpfim.engines.spark import SparkCounts
 
 MECHANISMS = (
     "lmm",
@@ -54,6 +60,7 @@ ADD_REMOVE_ONLY = ("lmm-gap", "choosing", "limited-domain")
 PURE = ("em", "noisy-max-laplace", "permute-and-flip")
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
+ENGINES = ("local", "spark")
 
 
 @dataclass
@@ -207,11 +214,16 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    engine: str = "local",
+    spark_master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    engine: "local", or "spark" (the `spark` extra): the file is read and counted by Spark
+    (spark_master, spark_conf: the session), the mechanism runs here, unchanged.
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -230,43 +242,73 @@ def mine_file(
         raise ParameterError(
             f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
         )
+    if engine not in ENGINES:
+        raise ParameterError(f"--engine must be one of {', '.join(ENGINES)}: {engine!r}")
     long_cols = record_col is not None or item_col is not None
-    check_source(source)
+    if engine == "spark":
+        from dpfim.engines import spark
+
+        spark.check_source(source, compression)
+    else:
+        check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
     universe = read_universe(universe_items) if universe_items is not None else None
     source_rng, _ = resolve(seed)
     t0 = time.perf_counter()
-    records = read_records(
-        source,
-        fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
-        sep=sep,
-        record_col=record_col,
-        item_col=item_col,
-        compression=compression,
-        max_record_items=max_record_items,
-        universe=universe,
-        rng=source_rng,
-        progress=progress,
-        warn=diag.warnings.append,
-    )
+    data: Records | SparkCounts
+    if engine == "spark":
+        data = spark.count_file(
+            spark.SparkInput(
+                source,
+                decided,
+                default_sep(source, sep),
+                record_col,
+                item_col,
+                universe,
+                max_record_items,
+                seed,
+            ),
+            opts.size,
+            master=spark_master,
+            conf=spark_conf,
+        )
+    else:
+        data = read_records(
+            source,
+            fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
+            sep=sep,
+            record_col=record_col,
+            item_col=item_col,
+            compression=compression,
+            max_record_items=max_record_items,
+            universe=universe,
+            rng=source_rng,
+            progress=progress,
+            warn=diag.warnings.append,
+        )
     diag.timings["read"] = time.perf_counter() - t0
-    if reserve is not None:
-        reserve(opts)
-    return _mine(
-        records,
-        opts,
-        universe,
-        source_rng if seed is not None else None,
-        decided,
-        progress,
-        diag,
-        max_record_items=max_record_items,
-        started=started,
-    )
+    try:
+        if reserve is not None:
+            reserve(opts)
+        return _mine(
+            data,
+            opts,
+            universe,
+            source_rng if seed is not None else None,
+            decided,
+            progress,
+            diag,
+            max_record_items=max_record_items,
+            started=started,
+            engine=engine,
+        )
+    finally:
+        if not isinstance(data, Records):
+            data.close()
 
 
 def _mine(
-    records: Records,
+    data: Records | SparkCounts,
     opts: Options,
     universe: Sequence[str] | None,
     rng: RandomSource | int | None,
@@ -276,28 +318,34 @@ def _mine(
     *,
     max_record_items: int | None = None,
     started: str,
+    engine: str = "local",
 ) -> dict[str, Any]:
+    """Count `data` (records, or counts an engine has prepared) and run the mechanism."""
     source, private = resolve(rng)
     universe_size = None
+    if isinstance(data, Records):
+        n, usable = data.n, int((np.diff(data.indptr) >= opts.size).sum())
+    else:
+        n, usable = data.n, data.usable
     if universe is not None:
-        vocab = len(records.items)
+        vocab = len(data.items)
         if vocab < opts.size:
             raise ParameterError(
                 f"--universe-items declares {vocab} items, fewer than --size {opts.size}"
             )
         universe_size = math.comb(vocab, opts.size)
-    _curator_warnings(records, opts, diag)
+    _curator_warnings(n, usable, opts, diag)
 
     t0 = time.perf_counter()
-    index = SupportIndex(records, opts.size, progress=progress)
+    index = SupportIndex(data, opts.size, progress=progress) if isinstance(data, Records) else data
     out, params_extra, ledger = run_mechanism(
         index, opts, source, universe_size, max_record_items=max_record_items
     )
-    itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
+    itemset = _name(out, index, data.items, opts.size, source, declared=universe is not None)
     diag.timings["count+mechanism"] = time.perf_counter() - t0
     diag.facts.update(
         {
-            "n": records.n,
+            "n": n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
             "all nonzero itemsets enumerated (L known)": index.complete,
@@ -313,10 +361,11 @@ def _mine(
         "mechanism": opts.mechanism,
         "neighbours": opts.neighbours,
         "format": fmt,
+        "engine": engine,
         "universe": "open"
         if universe is None
         else {
-            "declared_items": len(records.items),
+            "declared_items": len(data.items),
             "size": universe_size,
         },
         **params_extra,
@@ -329,7 +378,7 @@ def _mine(
     if opts.mechanism in ("lmm", "lmm-gap"):
         fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
-        fields["n"] = records.n
+        fields["n"] = n
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
@@ -399,8 +448,8 @@ def run_mechanism(
 
 def _name(
     out: Outcome,
-    index: SupportIndex,
-    records: Records,
+    index: SupportIndex | SparkCounts,
+    items: Sequence[str],
     size: int,
     rng: RandomSource,
     *,
@@ -415,10 +464,10 @@ def _name(
     if out.index is not None:
         ids = index.itemsets[out.index]
     elif out.zero_pick and declared:
-        ids = _random_zero_subset(index, len(records.items), size, rng)
+        ids = _random_zero_subset(index, len(items), size, rng)
     else:
         return None
-    return sort_items(records.items[int(i)] for i in ids)
+    return sort_items(items[int(i)] for i in ids)
 
 
 def sort_items(items: Iterable[str]) -> list[str]:
@@ -430,7 +479,9 @@ def sort_items(items: Iterable[str]) -> list[str]:
     return sorted(names)
 
 
-def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomSource) -> list[int]:
+def _random_zero_subset(
+    index: SupportIndex | SparkCounts, vocab: int, size: int, rng: RandomSource
+) -> list[int]:
     """A uniformly random r-subset of the declared vocabulary with support 0 (by rejection).
 
     Only reached when the search passed beyond every nonzero itemset, so at least one exists and
@@ -453,11 +504,9 @@ def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomS
             return sorted(chosen)
 
 
-def _curator_warnings(records: Records, opts: Options, diag: Diagnostics) -> None:
+def _curator_warnings(n: int, usable: int, opts: Options, diag: Diagnostics) -> None:
     """Curator-only warnings (stderr): they depend on the data and are not private."""
-    n = records.n
-    lengths = records.indptr[1:] - records.indptr[:-1]
-    if n == 0 or not (lengths >= opts.size).any():
+    if n == 0 or usable == 0:
         diag.warnings.append(
             "no usable records (empty input, or every record has fewer than "
             f"{opts.size} items); the mechanism still ran and its answer is almost surely none"

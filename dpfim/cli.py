@@ -15,7 +15,8 @@ import click
 
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
-from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
+from dpfim.api import ENGINES, MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
+from dpfim.engines.spark import parse_conf
 from dpfim.errors import DpfimError, ParameterError
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
@@ -130,6 +131,22 @@ def cli() -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
+@click.option(
+    "--engine",
+    default="local",
+    show_default=True,
+    type=click.Choice(ENGINES),
+    help="Who reads and counts: this process, or Apache Spark (pip install 'dpfim[spark]'); "
+    "the mechanism always runs here.",
+)
+@click.option("--spark-master", default=None, help="Spark master URL [default: local[*]].")
+@click.option(
+    "--spark-conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda _ctx, _param, pairs: parse_conf(pairs),
+    help="Spark configuration, repeatable (e.g. spark.driver.memory=2g).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def mine(input_path: str, **opt: Any) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
@@ -173,6 +190,9 @@ def mine(input_path: str, **opt: Any) -> None:
         "ell_max",
         "candidates",
         "seed",
+        "engine",
+        "spark_master",
+        "spark_conf",
     )
     diag = Diagnostics()
     result = mine_file(
