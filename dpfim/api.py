@@ -271,6 +271,7 @@ def mine_file(
             opts.size,
             master=spark_master,
             conf=spark_conf,
+            timings=diag.timings,
         )
     else:
         data = read_records(

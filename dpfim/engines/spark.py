@@ -27,6 +27,7 @@ import os
 import pickle
 import re
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None) ->
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = _quiet(builder.getOrCreate)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -857,14 +858,21 @@ def count_file(
     *,
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> SparkCounts:
-    """Read `inp` on Spark and return its counts; the records stay on the executors."""
+    """Read `inp` on Spark and return its counts; the records stay on the executors.
+
+    timings: receives the session's start-up time (curator diagnostics, never the result)."""
     check_source(inp.source)
     if inp.fmt == "long" and (inp.record_col is None or inp.item_col is None):
         raise ParameterError("--format long needs --record-col and --item-col")
     if inp.max_record_items is not None and inp.max_record_items < 1:
         raise ParameterError(f"--max-record-items must be >= 1, got {inp.max_record_items}")
-    return SparkCounts(session(master, conf), inp, size)
+    started = time.perf_counter()
+    spark = session(master, conf)
+    if timings is not None:
+        timings["spark start-up"] = time.perf_counter() - started
+    return SparkCounts(spark, inp, size)
 
 
 def check_source(source: str, compression: str = "auto") -> None:

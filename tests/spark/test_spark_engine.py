@@ -101,6 +101,7 @@ def test_shared_data_sets_same_counts_as_local(spark: Any, name: str, size: int)
     assert_same_counts(shared(name), size, [1, 20, 300])
 
 
+@pytest.mark.slow
 def test_groceries_complete_pair_counts(spark: Any) -> None:
     """Every nonzero pair count (the search reaches s = 1), as locally."""
     assert_same_counts(shared("groceries.csv"), 2, [1, 10**9])
@@ -110,13 +111,13 @@ def test_random_data_same_counts_as_local(spark: Any, tmp_path: Path) -> None:
     rng = np.random.default_rng(20261123)
     words = [f"w{k}" for k in range(30)]
     lines = []
-    for _ in range(3000):
+    for _ in range(1500):
         k = int(rng.integers(0, 9))
         lines.append(",".join(str(w) for w in rng.choice(words, size=k, replace=True)))
     path = tmp_path / "random.csv"
     path.write_text("\n".join(lines) + "\n")
     for size in (1, 2, 3):
-        assert_same_counts(path, size, [1, 5, 50, 10**9])
+        assert_same_counts(path, size, [1, 10**9])
 
 
 # --- the same records -----------------------------------------------------------------------
@@ -132,7 +133,7 @@ TRICKY = {
     "items.dat": b"1 2 3\n007 7\n\n3 2 1 1\n",
     "items.jsonl": b'["a", " b", 3, 1.5]\n\n["a"]\n[]\n',
     "long.csv": b"rid,item\n1,a\n2,b\n\n1,b\n3,\n2,a\n",
-    "long_bom_crlf.tsv": b"\xef\xbb\xbfrid\titem\r\n1\ta\r\n1\t\"b\"\r\n",
+    "long_bom_crlf.tsv": b'\xef\xbb\xbfrid\titem\r\n1\ta\r\n1\t"b"\r\n',
 }
 
 
