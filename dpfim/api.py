@@ -123,6 +123,9 @@ def check_options(
         )
     if candidates < 1:
         raise ParameterError(f"--candidates must be at least 1, got {candidates}")
+    if mechanism == "choosing" and max_record_items is not None:
+        growth = math.comb(max_record_items, check_size(size))
+        baselines.check_choosing(check_eps(eps), check_delta(delta), growth)
     return Options(
         check_size(size),
         check_eps(eps),

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfim.errors import ParameterError
 from dpfim.ledger import amount
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.noisy_max import Groups, Noise, argmax_group
@@ -186,6 +187,19 @@ def stability_cost(eps: Fraction, delta: Fraction) -> Cost:
 
 
 # --- choosing (Beimel, Nissim, Stemmer 2013) ---------------------------------------------------
+
+
+def check_choosing(eps: Fraction, delta: Fraction, growth: int) -> None:
+    """The proof of docs/privacy.md §16 needs eps^2 delta <= 16 k (always true for eps <= 4).
+
+    Outside it the mechanism is not (eps, delta)-DP: at eps = 10, delta = 0.5, k = 1 the
+    threshold is <= 0, and one added record {a, b} is named with probability ~0.93 > delta.
+    """
+    if eps * eps * delta > 16 * growth:
+        raise ParameterError(
+            f"--mechanism choosing is proven (eps, delta)-DP only when eps^2 * delta <= 16 k "
+            f"(k = C(B, r) = {growth}); lower --eps or --delta (docs/privacy.md §16)"
+        )
 
 
 def choosing_threshold(eps: Fraction, delta: Fraction, growth: int) -> int:

@@ -18,6 +18,8 @@ def parse_line(line: str) -> list[str]:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg})") from None
+    except RecursionError:  # found by the record-locality property test
+        raise ValueError("JSON nested too deeply") from None
     if not isinstance(value, list):
         raise ValueError("expected a JSON array of items")
     items = []

@@ -1,0 +1,133 @@
+"""Where data enters and where the answer leaves (issue 9): the vocabulary on every path, the
+timestamp, the release order of items, and the precondition of the choosing mechanism."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import dpfim
+from dpfim.api import mine_file, sort_items
+from dpfim.errors import ParameterError
+from dpfim.mechanisms import baselines
+from dpfim.mechanisms.base import VectorCounts
+from dpfim.readers import from_transactions
+from dpfim.samplers.rng import seeded_source
+
+BASKETS = [["milk", "bread"]] * 50 + [["tea", "jam"]] * 3 + [["secret"]]
+
+
+def test_mine_applies_the_vocabulary_to_records_too() -> None:
+    """dpfim.mine(Records, universe=...) ignored the vocabulary and released the data's number
+    of distinct items as declared_items."""
+    records = from_transactions(BASKETS)
+    universe = ["milk", "bread", "eggs"]
+    for data in (records, BASKETS):
+        result = dpfim.mine(data, size=1, eps="0.01", delta="0.5", universe=universe, rng=3)
+        assert result["params"]["universe"] == {"declared_items": 3, "size": 3}
+    for seed in range(60):  # only declared items are ever named, for every mechanism kind
+        for mech, nb in (("lmm", "replace"), ("em", "replace"), ("limited-domain", "add-remove")):
+            out = dpfim.mine(
+                records,
+                size=1,
+                eps="0.01",
+                delta="0.5",
+                universe=universe,
+                mechanism=mech,
+                neighbours=nb,
+                rng=seed,
+            )
+            assert out["itemset"] is None or set(out["itemset"]) <= set(universe)
+
+
+def test_created_is_the_start_of_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timestamp must not carry the run time: it is taken before any data is read."""
+    path = tmp_path / "b.csv"
+    path.write_text("milk,bread\n" * 10)
+    import dpfim.api as api
+
+    real_read = api.read_records
+    stamps: list[str] = []
+
+    def slow_read(*args: object, **kw: object) -> object:
+        stamps.append(dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        import time
+
+        time.sleep(1.1)  # the read ends in a later second than the run started
+        return real_read(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "read_records", slow_read)
+    result = mine_file(str(path), eps="1", delta="1e-6", seed=1)
+    assert result["created"] <= stamps[0]
+
+
+def test_integer_items_are_released_in_numeric_order() -> None:
+    assert sort_items(["11", "3", "6"]) == ["3", "6", "11"]
+    assert sort_items(["007", "7", "10"]) == ["007", "7", "10"]
+    assert sort_items(["b", "10", "a"]) == ["10", "a", "b"]  # not all integers: by string
+    data = [["39", "48", "100"]] * 600
+    out = dpfim.mine(data, size=3, eps="1", delta="1e-6", rng=1)
+    assert out["itemset"] == ["39", "48", "100"]
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta", "k", "ok"),
+    [
+        ("4", "0.99", 1, True),  # 16 * 0.99 <= 16
+        ("4", "1e-6", 1, True),
+        ("10", "0.5", 1, False),  # 50 > 16
+        ("10", "0.5", 4, True),  # 50 <= 64
+        ("1000", "1e-6", 1, True),  # 1 <= 16
+        ("1000", "1e-4", 1, False),  # 100 > 16
+    ],
+)
+def test_choosing_precondition_by_hand(eps: str, delta: str, k: int, ok: bool) -> None:
+    """eps^2 delta <= 16 k (docs/privacy.md §16), checked with exact rationals."""
+    call = lambda: baselines.check_choosing(Fraction(eps), Fraction(delta), k)  # noqa: E731
+    if ok:
+        call()
+    else:
+        with pytest.raises(ParameterError, match="16 k"):
+            call()
+
+
+def test_choosing_without_its_precondition_is_not_private() -> None:
+    """Why the precondition exists: at eps = 10, delta = 0.5, k = 1 (T <= 0), adding one record
+    {a, b} to a data set without pairs gets {a, b} named with probability ~0.93 > delta = 0.5,
+    while it is never named without that record."""
+    eps, delta = Fraction(10), Fraction(1, 2)
+    assert baselines.choosing_threshold(eps, delta, 1) <= 0
+    named = sum(
+        baselines.run_choosing(VectorCounts([1]), eps, delta, 1, seeded_source(s)).index is not None
+        for s in range(400)
+    )
+    # Binomial(400, p): p <= 0.5 would give >= 300 with probability < 1e-20.
+    assert named >= 300
+    with pytest.raises(ParameterError):
+        dpfim.mine(
+            [["x"], ["a", "b"]],
+            size=2,
+            eps="10",
+            delta="0.5",
+            mechanism="choosing",
+            neighbours="add-remove",
+            max_record_items=2,
+            rng=1,
+        )
+
+
+def test_result_json_names_no_undeclared_or_zero_support_item(tmp_path: Path) -> None:
+    """The released JSON of an open-universe run over many seeds: only items of nonzero-support
+    itemsets, and no field outside SPEC §4."""
+    path = tmp_path / "z.csv"
+    path.write_text("a,b\na,b\nc\nd\n")
+    for seed in range(100):
+        result = mine_file(str(path), size=2, eps="0.01", delta="0.99", seed=seed)
+        text = json.dumps(result)
+        assert result["itemset"] in (None, ["a", "b"])
+        for item in ("c", "d"):
+            assert f'"{item}"' not in text
