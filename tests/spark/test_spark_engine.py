@@ -133,6 +133,7 @@ TRICKY = {
     "items.dat": b"1 2 3\n007 7\n\n3 2 1 1\n",
     "items.jsonl": b'["a", " b", 3, 1.5]\n\n["a"]\n[]\n',
     "long.csv": b"rid,item\n1,a\n2,b\n\n1,b\n3,\n2,a\n",
+    "unicode_breaks.csv": b"a\x0bb,c\n\xc2\x85x,\xe2\x80\xa8y\n\x1cz\x0c\n\xef\xbb\xbfq\n",
     "long_bom_crlf.tsv": b'\xef\xbb\xbfrid\titem\r\n1\ta\r\n1\t"b"\r\n',
 }
 
