@@ -27,10 +27,12 @@ import os
 import pickle
 import re
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -86,11 +88,34 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None) ->
         if master.startswith("local") and "spark.pyspark.python" not in (conf or {}):
             builder = builder.config("spark.pyspark.python", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if "spark.driver.extraJavaOptions" not in (conf or {}):
+        builder = builder.config("spark.driver.extraJavaOptions", _quiet_log4j())
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = _quiet(builder.getOrCreate)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _quiet_log4j() -> str:
+    """JVM options for a new driver JVM: Spark logs errors only (its default config prints
+    warnings on stderr, mixed with dpfim's own lines)."""
+    path = Path(tempfile.gettempdir()) / "dpfim-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J)
+        tmp.replace(path)
+    return f"-Dlog4j2.configurationFile={path.as_uri()}"
 
 
 def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
