@@ -92,12 +92,10 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None) ->
         builder = builder.config("spark.driver.extraJavaOptions", _quiet_log4j())
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = _quiet(builder.getOrCreate)
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return _quiet(builder.getOrCreate)
 
 
-_LOG4J = """rootLogger.level = error
+_LOG4J = """rootLogger.level = fatal
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -108,8 +106,9 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 def _quiet_log4j() -> str:
-    """JVM options for a new driver JVM: Spark logs errors only (its default config prints
-    warnings on stderr, mixed with dpfim's own lines)."""
+    """JVM options for a new driver JVM: Spark logs fatal errors only. Its default config
+    prints warnings and every failed task's stack trace on stderr, around dpfim's one-line
+    errors; a failed job still reaches dpfim as an exception (--debug shows Spark's trace)."""
     path = Path(tempfile.gettempdir()) / "dpfim-spark-log4j2.properties"
     if not path.exists() or path.read_text() != _LOG4J:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -631,6 +630,7 @@ class SparkCounts:
         self._spark = spark
         self._inp = inp
         self._lines: DataFrame | None = None  # the text input, to number a bad line
+        self._persisted: list[DataFrame] = []
         self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
         self._blocks = self._guard(lambda: self._read())
         self.n, self.usable = self._guard(
@@ -668,6 +668,8 @@ class SparkCounts:
         """Release the cached blocks and supports."""
         self._supports.unpersist()
         self._blocks.unpersist()
+        for frame in self._persisted:
+            frame.unpersist()
 
     # --- one threshold -------------------------------------------------------------------------
 
@@ -791,6 +793,7 @@ class SparkCounts:
                 )
             )
             parsed = parsed.persist()
+            self._persisted.append(parsed)
             headers = self._guard(lambda: parsed.where("header").select("file", "fields").collect())
             if not headers:
                 raise InputError(f"{inp.source}: empty file, no header with columns")
@@ -850,12 +853,12 @@ class SparkCounts:
             return InputError(f"{shown}:{self._line_number(info, line)}: {info['message']}")
         if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
             return ParameterError(f"{self._inp.source}: no such file")
-        reading = ("java.io.", "java.util.zip.", "org.apache.hadoop.", "ParquetDecodingException")
-        if any(word in text for word in reading):
-            detail = next(
-                (ln.strip() for ln in text.splitlines() if "Exception:" in ln), text.strip()
-            )
-            return InputError(f"{self._inp.source}: cannot read the input ({detail[:200]})")
+        causes = re.findall(
+            r"Caused by: ((?:java\.io|java\.util\.zip|org\.apache\.parquet)[^\n]*)", text
+        )
+        if causes or "FAILED_READ_FILE" in text:
+            detail = causes[-1] if causes else "damaged or unreadable file"
+            return InputError(f"{self._inp.source}: cannot read the input ({detail.strip()[:200]})")
         return exc
 
     def _line_number(self, info: dict[str, Any], line: int) -> int:

@@ -268,6 +268,18 @@ def test_bad_input_same_error_and_exit_code(spark: Any, tmp_path: Path, name: st
     assert (remote[0], remote[2]) == (local[0], local[2])
 
 
+def test_damaged_gzip_is_a_data_error(spark: Any, tmp_path: Path) -> None:
+    data = gzip.compress(b"a,b\n" * 5000)
+    path = tmp_path / "cut.csv.gz"
+    path.write_bytes(data[: len(data) // 2])
+    args = ["mine", str(path), "--eps", "1", "--delta", "1e-6"]
+    local = run(args)
+    remote = run([*args, "--engine", "spark"])
+    assert local[0] == remote[0] == 3
+    assert remote[2].count("\n") == 1
+    assert f"{path}: cannot read the input (java.io.EOFException" in remote[2]
+
+
 def test_bad_line_in_a_later_split_is_numbered_in_its_file(spark: Any, tmp_path: Path) -> None:
     """A file split across partitions: the line number counts the earlier splits' lines."""
     lines = [b"1 2 3"] * 40_000 + [b"4 x"] + [b"5 6"] * 10
