@@ -19,6 +19,7 @@ reduceByKey merges the buckets and only itemsets with support >= s are collected
 
 from __future__ import annotations
 
+import copy
 import csv
 import functools
 import hashlib
@@ -52,8 +53,8 @@ INSTALL = "pip install 'dpfim[spark]'"
 _NAME = "<dpfim-chunk>"  # reader errors name this; the driver puts the file and line in its place
 _MARK = "@@dpfim-data-error@@"
 _CHUNK_BYTES = CHUNK_BYTES  # lines handed to a reader at once, as in the local engine
-_BLOCK_RECORDS = 1 << 20  # records per cached block
-_BLOCK_BYTES = 64 << 20
+_BLOCK_RECORDS = 1 << 18  # records per cached block (a block is one row on its way to the JVM)
+_BLOCK_BYTES = 16 << 20
 _COMBOS_AT_ONCE = 1 << 22  # itemset occurrences generated per numpy step (bounds worker memory)
 _READERS: dict[str, Callable[[bytes, int, str, str, RecordBuilder], None]] = {
     "basket": basket.read_chunk,
@@ -624,20 +625,30 @@ class SparkCounts:
     """
 
     def __init__(self, spark: SparkSession, inp: SparkInput, size: int) -> None:
-        if not 1 <= size <= 5:
-            raise ValueError(f"itemset size must be 1..5, got {size}")
-        self.size = size
         self._spark = spark
         self._inp = inp
         self._lines: DataFrame | None = None  # the text input, to number a bad line
         self._persisted: list[DataFrame] = []
         self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
         self._blocks = self._guard(lambda: self._read())
+        self._supports = self._blocks.flatMap(_item_supports).reduceByKey(_add_support)
+        self._supports.persist()
+        self._start(size)
+
+    def with_size(self, size: int) -> SparkCounts:
+        """Counts of the same records for another itemset size, from the top again (the cached
+        blocks and item supports are shared; close() either one only when both are done)."""
+        other = copy.copy(self)
+        other._start(size)
+        return other
+
+    def _start(self, size: int) -> None:
+        if not 1 <= size <= 5:
+            raise ValueError(f"itemset size must be 1..5, got {size}")
+        self.size = size
         self.n, self.usable = self._guard(
             lambda: self._blocks.map(functools.partial(_stats, size)).fold((0, 0), _add_stats)
         )
-        self._supports = self._blocks.flatMap(_item_supports).reduceByKey(_add_support)
-        self._supports.persist()
         self.items: list[str] = list(self._declared) if self._declared is not None else []
         self.counts = np.zeros(0, dtype=np.int64)
         self.itemsets = np.zeros((0, size), dtype=np.int32)
