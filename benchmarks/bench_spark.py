@@ -151,7 +151,7 @@ def fpgrowth(path: Path, support: int, master: str, memory: str) -> dict[str, ob
 
 
 def top_support(path: Path, size: int) -> int:
-    from dpfim.counting import SupportIndex
+    from dpfim.engines.local import SupportIndex
     from dpfim.readers import read_records
 
     index = SupportIndex(read_records(path), size)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpfim.counting import SupportIndex
-from dpfim.errors import ParameterError
+from dpfim.engines.local import SupportIndex
+from dpfim.errors import ParameterError, memory_phase
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import baselines, lmm, lmm_gap
+from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
@@ -23,6 +23,7 @@ from dpfim.params import (
     check_delta,
     check_ell_max,
     check_eps,
+    check_memory,
     check_size,
     fraction_to_float,
 )
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 MECHANISMS = (
     "lmm",
     "lmm-gap",
+    "lmm-tight",
     "em",
     "noisy-max-laplace",
     "permute-and-flip",
@@ -56,7 +58,7 @@ MECHANISMS = (
 # Baselines that need a finite universe (SPEC §6): they refuse to run without one.
 FINITE_UNIVERSE = ("em", "noisy-max-laplace", "permute-and-flip")
 # Their published analyses need counts that move together (docs/privacy.md §10, §16, §17).
-ADD_REMOVE_ONLY = ("lmm-gap", "choosing", "limited-domain")
+ADD_REMOVE_ONLY = ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
 PURE = ("em", "noisy-max-laplace", "permute-and-flip")
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
@@ -153,12 +155,15 @@ def mine(
     fmt: str | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
 
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
+    RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -172,6 +177,7 @@ def mine(
         universe_given=universe is not None,
         max_record_items=max_record_items,
     )
+    budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
@@ -193,6 +199,7 @@ def mine(
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -220,13 +227,19 @@ def mine_file(
     engine: str = "local",
     spark_master: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    precheck: Callable[[Options], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
+    precheck: called with the validated options before the input is touched; the persistent
+    ledger checks there, read-only, that the budget allows the spend (which depends on public
+    parameters only), so an exhausted budget stops the run before any data is read.
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     engine: "local", or "spark" (the `spark` extra): the file is read and counted by Spark
     (spark_master, spark_conf: the session), the mechanism runs here, unchanged.
+    max_memory: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -247,6 +260,7 @@ def mine_file(
         )
     if engine not in ENGINES:
         raise ParameterError(f"--engine must be one of {', '.join(ENGINES)}: {engine!r}")
+    budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
     if engine == "spark":
         from dpfim.engines import spark
@@ -255,6 +269,8 @@ def mine_file(
     else:
         check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
+    if precheck is not None:
+        precheck(opts)
     universe = read_universe(universe_items) if universe_items is not None else None
     source_rng, _ = resolve(seed)
     t0 = time.perf_counter()
@@ -277,19 +293,20 @@ def mine_file(
             timings=diag.timings,
         )
     else:
-        data = read_records(
-            source,
-            fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
-            sep=sep,
-            record_col=record_col,
-            item_col=item_col,
-            compression=compression,
-            max_record_items=max_record_items,
-            universe=universe,
-            rng=source_rng,
-            progress=progress,
-            warn=diag.warnings.append,
-        )
+        with memory_phase("reading"):
+            data = read_records(
+                source,
+                fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
+                sep=sep,
+                record_col=record_col,
+                item_col=item_col,
+                compression=compression,
+                max_record_items=max_record_items,
+                universe=universe,
+                rng=source_rng,
+                progress=progress,
+                warn=diag.warnings.append,
+            )
     diag.timings["read"] = time.perf_counter() - t0
     try:
         if reserve is not None:
@@ -305,6 +322,7 @@ def mine_file(
             max_record_items=max_record_items,
             started=started,
             engine=engine,
+            max_memory=budget,
         )
     finally:
         if not isinstance(data, Records):
@@ -323,6 +341,7 @@ def _mine(
     max_record_items: int | None = None,
     started: str,
     engine: str = "local",
+    max_memory: int | None = None,
 ) -> dict[str, Any]:
     """Count `data` (records, or counts an engine has prepared) and run the mechanism."""
     source, private = resolve(rng)
@@ -341,14 +360,30 @@ def _mine(
     _curator_warnings(n, usable, opts, diag)
 
     t0 = time.perf_counter()
-    index = SupportIndex(data, opts.size, progress=progress) if isinstance(data, Records) else data
-    out, params_extra, ledger = run_mechanism(
-        index, opts, source, universe_size, max_record_items=max_record_items
-    )
+    with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
+        index: SupportIndex | SparkCounts
+        if isinstance(data, Records):
+            index = SupportIndex(data, opts.size, progress=progress, max_memory=max_memory)
+        else:
+            index = data
+        out, params_extra, ledger = run_mechanism(
+            index, opts, source, universe_size, max_record_items=max_record_items
+        )
     itemset = _name(out, index, data.items, opts.size, source, declared=universe is not None)
-    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    if isinstance(index, SupportIndex):
+        diag.timings["count"] = index.seconds
+        diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
+        diag.facts.update(
+            {
+                "memory budget (MiB)": index.max_memory >> 20,
+                "counting passes over the records": index.passes,
+            }
+        )
+    else:
+        diag.timings["count+mechanism"] = time.perf_counter() - t0
     diag.facts.update(
         {
+            "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
@@ -379,7 +414,7 @@ def _mine(
     fields: dict[str, Any] = {"itemset": itemset}
     if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
         fields["noisy_max"] = out.noisy_max
-    if opts.mechanism in ("lmm", "lmm-gap"):
+    if opts.mechanism in ("lmm", "lmm-gap", "lmm-tight"):
         fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = n
@@ -387,6 +422,15 @@ def _mine(
             "n is public under replace-one neighbours; never released under add-remove"
         )
     return build(**fields, params=params, ledger=ledger, private=private, created=started)
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak >> 20 if sys.platform == "darwin" else peak >> 10)
 
 
 def run_mechanism(
@@ -416,6 +460,14 @@ def run_mechanism(
             },
         }
         return out, extra, margin_ledger(split, opts.neighbours, with_max=not gap)
+    if name == lmm_tight.NAME:
+        out = lmm_tight.run(
+            counts, opts.eps, opts.delta, rng, ell_max=opts.ell_max, universe_size=universe_size
+        )
+        tight = lmm_tight.default_split(opts.eps, opts.delta)
+        extra = {"ell_max": opts.ell_max, "split": lmm_tight.split_params(tight)}
+        cost = lmm_tight.cost(opts.eps, opts.delta)
+        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
     if name in FINITE_UNIVERSE:
         if universe_size is None:
             raise ParameterError(f"--mechanism {name} needs a finite universe")

@@ -20,7 +20,6 @@ reduceByKey merges the buckets and only itemsets with support >= s are collected
 from __future__ import annotations
 
 import copy
-import csv
 import functools
 import hashlib
 import json
@@ -314,9 +313,9 @@ def _long_lines(batches: Iterable[pa.RecordBatch], sep: str) -> Iterator[pa.Reco
                     fields = [line]
                 else:
                     try:
-                        fields = long.parse_fields(line, sep) if line else []
-                    except csv.Error as exc:
-                        raise _data_error(file, block, at + 1, f"bad CSV quoting ({exc})") from None
+                        fields = basket.parse_line(line, sep)  # the one CSV line parser
+                    except ValueError as exc:
+                        raise _data_error(file, block, at + 1, str(exc)) from None
                     if not fields:
                         continue
                 out["file"].append(file)

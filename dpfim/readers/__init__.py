@@ -9,7 +9,6 @@ readers stream: the input is read in chunks and only the compact records are kep
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dpfim.errors import ParameterError
+from dpfim.params import check_sep
 from dpfim.readers import basket, fimi, jsonl, long
 from dpfim.readers.records import (
     RecordBuilder,
@@ -101,10 +101,7 @@ def default_sep(source: str, sep: str | None) -> str:
     .tsv files and a comma otherwise."""
     if sep is None:
         return "\t" if plain_name(source).endswith(".tsv") else ","
-    sep = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(sep, sep)
-    if len(sep) != 1 or sep in ('"', "\n", "\r"):
-        raise ParameterError(f"--sep must be a single character (or tab), got {sep!r}")
-    return sep
+    return check_sep(sep)
 
 
 def read_universe(path: str) -> list[str]:
@@ -214,7 +211,7 @@ class _LongLook:
                 continue
             try:
                 fields = basket.parse_line(line.rstrip("\r"), sep)
-            except csv.Error:
+            except ValueError:
                 fields = []
             if len(fields) != 2:
                 self.two_fields = False

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from dpfim.api import mine_file
 from dpfim.cli import main
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.engines.spark import SparkCounts, SparkInput, count_file
 from dpfim.readers import Records, default_sep, read_records, resolve_format
 
