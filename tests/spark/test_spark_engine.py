@@ -232,6 +232,7 @@ def test_truncation_keeps_at_most_b_items_of_each_record(spark: Any) -> None:
         ("mushroom.dat", ["--size", "2"]),
         ("groceries.csv", ["--size", "2", "--mechanism", "lmm-gap", "--neighbours", "add-remove"]),
         ("groceries.csv", ["--size", "3", "--mechanism", "stability"]),
+        ("retail.dat", ["--mechanism", "lmm-tight", "--neighbours", "add-remove"]),
     ],
 )
 def test_seeded_run_releases_the_same_json(spark: Any, name: str, extra: list[str]) -> None:
