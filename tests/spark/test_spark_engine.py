@@ -30,11 +30,11 @@ def spark_counts(path: Path | str, size: int, **kw: Any) -> SparkCounts:
     return count_file(SparkInput(src, fmt, sep, **kw), size)
 
 
-def named(items: list[str], itemsets: np.ndarray, counts: np.ndarray) -> Counter[Any]:
-    return Counter(
-        (tuple(sorted(items[int(i)] for i in row)), int(c))
-        for row, c in zip(itemsets, counts, strict=True)
-    )
+def named(items: list[str], itemsets: np.ndarray, counts: np.ndarray) -> list[Any]:
+    """The ranking by item names, in order: ties too (item ids by first appearance in both)."""
+    return [
+        (tuple(items[int(i)] for i in row), int(c)) for row, c in zip(itemsets, counts, strict=True)
+    ]
 
 
 def spark_records(counts: SparkCounts) -> Counter[frozenset[str]]:
