@@ -222,6 +222,8 @@ def mine(input_path: str, **opt: Any) -> None:
       dpfim mine retail.dat.gz --size 3 --eps 0.5 --delta 1e-8 -o top.json
       zcat orders.csv.gz | dpfim mine - --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6
+      dpfim mine hdfs:///orders/ --format long --record-col customer_id \\
+          --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     check_output_path(opt["output"])
     ledger_hooks = _ledger_hooks(input_path, opt)
