@@ -323,3 +323,21 @@ def test_spark_usage_errors(spark: Any, args: list[str], needle: str) -> None:
     assert code == 2
     assert needle in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("mechanism", ["em", "lmm"])
+def test_seeded_run_with_a_declared_universe(spark: Any, tmp_path: Path, mechanism: str) -> None:
+    universe = tmp_path / "vocab.txt"
+    universe.write_text("whole milk\nother vegetables\nrolls/buns\nsoda\nyogurt\nnot in the data\n")
+    args = ["mine", str(shared("groceries.csv")), "--eps", "0.1", "--delta", "1e-6"]
+    args += ["--seed", "11", "--mechanism", mechanism, "--universe-items", str(universe)]
+    results = []
+    for engine in ("local", "spark"):
+        code, out, err = run([*args, "--engine", engine])
+        assert code == 0, err
+        result = json.loads(out)
+        result["params"].pop("engine")
+        result.pop("created")
+        results.append(result)
+    assert results[0] == results[1]
+    assert results[0]["params"]["universe"]["declared_items"] == 6
