@@ -171,6 +171,9 @@ def read_records(
                 )
     else:
         builder = RecordBuilder(vocab)
+        size = input_size(src)
+        # compressed files: assume ~4x, so a policy by input size sees the decompressed bytes
+        builder.size_hint = None if size is None else size * (1 if comp == "none" else 4)
         read_chunk = _CHUNK_READERS[decided]
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
         with open_input(src, comp, stdin) as (stream, raw, label):
