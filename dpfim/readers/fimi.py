@@ -3,7 +3,7 @@ separated by spaces or tabs. Items are strings: "007" and "7" are different item
 
 Three paths read a chunk, all to the same records:
 * big inputs (a file of at least COMPILED_FROM bytes, or any chunk after the first): a compiled
-  one-pass tokeniser (numba, dpfim/readers/_fimi_kernel.py) that maps canonical tokens ("7", not
+  one-pass tokeniser (numba, dpfim/readers/_compiled.py) that maps canonical tokens ("7", not
   "007") straight to ids through a table value -> id kept in step with the Vocabulary;
 * otherwise, or when a chunk has a non-canonical token: numpy on the raw bytes (no numba import,
   so small files start as fast as before);
@@ -54,7 +54,7 @@ class _Table:
     item never gets two ids."""
 
     def __init__(self, vocab: Vocabulary) -> None:
-        from dpfim.readers import _fimi_kernel as kernel
+        from dpfim.readers import _compiled as kernel
 
         self.kernel = kernel
         self.vocab = vocab
@@ -112,10 +112,11 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
     if len(table.lengths) < min(len(chunk) // 8, 1 << 22):
         table.lengths = np.empty(min(len(chunk) // 8, 1 << 22) + 1, dtype=np.int64)
     kernel = table.kernel
+    open_vocab = not table.vocab.declared
     while True:
         table.sync()
         status, n_ids, n_rec, n_new, detail = kernel.tokenize(
-            raw, table.lut, len(table.vocab), not table.vocab.declared, ids, table.lengths, table.new
+            raw, table.lut, len(table.vocab), open_vocab, ids, table.lengths, table.new
         )
         if status == kernel.OK:
             break

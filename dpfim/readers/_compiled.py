@@ -25,7 +25,7 @@ _MAX_DIGITS = 9  # values < 10^9 fit in int64 arithmetic and in the table's inde
 _INSERTION_UP_TO = 24
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)
 def tokenize(
     raw: np.ndarray,
     lut: np.ndarray,
@@ -103,7 +103,7 @@ def tokenize(
     return OK, n_ids, n_rec, n_new, 0
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)
 def _finish(ids: np.ndarray, start: int, stop: int) -> int:
     """Sort ids[start:stop] and drop duplicates in place; the new stop."""
     m = stop - start
@@ -125,3 +125,33 @@ def _finish(ids: np.ndarray, start: int, stop: int) -> int:
             ids[w] = ids[k]
             w += 1
     return w
+
+
+@njit(cache=True, nogil=True)
+def group(records: np.ndarray, items: np.ndarray, n_records: int) -> tuple[np.ndarray, np.ndarray]:
+    """Long format: rows (record number, item id; -1: dropped) -> (indices, lengths) of the
+    records 0..n_records-1, each sorted and deduplicated (a counting sort by record)."""
+    starts = np.zeros(n_records + 1, dtype=np.int64)
+    for k in range(records.shape[0]):
+        if items[k] >= 0:
+            starts[records[k] + 1] += 1
+    for r in range(n_records):
+        starts[r + 1] += starts[r]
+    out = np.empty(starts[n_records], dtype=np.int32)
+    at = starts[:n_records].copy()
+    for k in range(records.shape[0]):
+        if items[k] >= 0:
+            r = records[k]
+            out[at[r]] = items[k]
+            at[r] += 1
+    lengths = np.empty(n_records, dtype=np.int64)
+    w = 0
+    for r in range(n_records):
+        stop = _finish(out, starts[r], starts[r + 1])
+        m = stop - starts[r]
+        if w != starts[r]:
+            for k in range(m):
+                out[w + k] = out[starts[r] + k]
+        w += m
+        lengths[r] = m
+    return out[:w], lengths
