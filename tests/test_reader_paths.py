@@ -147,7 +147,7 @@ def test_long_csv_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s
 
 def test_the_trimmed_characters_are_exactly_str_strips() -> None:
     spaces = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
-    assert long._SPACES == spaces
+    assert spaces == long._SPACES
 
 
 def test_the_arrow_path_is_taken_on_a_clean_chunk(
@@ -171,46 +171,64 @@ def test_the_arrow_path_is_taken_on_a_clean_chunk(
 
 
 @pytest.mark.slow  # compiles from scratch: up to a minute on a busy machine
-def test_numba_cache_works_from_a_read_only_package(tmp_path: Path) -> None:
-    """A read-only install (no __pycache__ writes) still compiles and runs: numba then caches
-    in the user's cache directory, or not at all."""
+def test_numba_cache_works_from_a_read_only_package() -> None:
+    """A read-only install (no __pycache__ writes) still compiles, runs and caches: numba then
+    uses the user's cache directory. Root ignores file modes, so root runs it as nobody."""
+    import os
     import shutil
     import subprocess
+    import tempfile
 
     import dpfim
 
-    copy = tmp_path / "site"
-    shutil.copytree(
-        Path(dpfim.__file__).parent, copy / "dpfim", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    for p in sorted(copy.rglob("*"), reverse=True):
-        p.chmod(0o555 if p.is_dir() else 0o444)
-    (copy).chmod(0o555)
-    data = tmp_path / "d.dat"
-    data.write_bytes(b"1 2 3\n3 2\n\n7\n")
-    code = (  # an editable install's import hook would win over PYTHONPATH: drop it
-        "import sys; sys.meta_path[:] = [m for m in sys.meta_path "
-        "if 'editable' not in getattr(m, '__name__', type(m).__name__)]; "
-        "import dpfim.readers.fimi as f; f.COMPILED_FROM = 0; "
-        "from dpfim.readers import read_records; "
-        f"r = read_records({str(data)!r}); print(r.n, len(r.indices), f.__file__)"
-    )
-    env = {"PYTHONPATH": str(copy), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: cannot make a read-only install")
+        prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    base = Path(tempfile.mkdtemp())
     try:
+        base.chmod(0o755)
+        site = base / "site"
+        shutil.copytree(
+            Path(dpfim.__file__).parent,
+            site / "dpfim",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        for p in sorted(site.rglob("*"), reverse=True):
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        site.chmod(0o555)
+        home = base / "home"
+        home.mkdir(mode=0o777)
+        home.chmod(0o777)
+        data = base / "d.dat"
+        data.write_bytes(b"1 2 3\n3 2\n\n7\n")
+        data.chmod(0o644)
+        code = (  # an editable install's import hook would win over PYTHONPATH: drop it
+            "import sys; sys.meta_path[:] = [m for m in sys.meta_path "
+            "if 'editable' not in getattr(m, '__name__', type(m).__name__)]; "
+            "import dpfim.readers.fimi as f; f.COMPILED_FROM = 0; "
+            "from dpfim.readers import read_records; "
+            f"r = read_records({str(data)!r}); print(r.n, len(r.indices), f.__file__)"
+        )
+        env = {"PYTHONPATH": str(site), "HOME": str(home), "PATH": "/usr/bin:/bin"}
         out = subprocess.run(
-            [sys.executable, "-c", code],
+            [*prefix, sys.executable, "-c", code],
             env=env,
-            cwd=tmp_path,
+            cwd=base,
             capture_output=True,
             text=True,
             timeout=300,
         )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["4", "6", str(site / "dpfim" / "readers" / "fimi.py")]
+        assert not list(site.rglob("*.nbi")), "the read-only package was written to"
+        assert list(home.rglob("*.nbi")), "numba caches in the user's cache directory"
     finally:
-        for p in [copy, *copy.rglob("*")]:
+        for p in [base, *base.rglob("*")]:
             p.chmod(0o755)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["4", "6", str(copy / "dpfim" / "readers" / "fimi.py")]
-    assert list((tmp_path / ".cache").rglob("*.nbi")), "numba cached in the user's cache dir"
+        shutil.rmtree(base)
 
 
 def test_compiled_grouping_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:

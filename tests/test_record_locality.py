@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-
 from reader_paths import force_fast_readers
+
 from dpfim.errors import InputError
 from dpfim.readers import Records, read_records
 
