@@ -41,9 +41,9 @@ def read_both(
     monkeypatch: pytest.MonkeyPatch, path: Path, chunk: int | None, **kw: object
 ) -> tuple[list[list[str]] | str, list[list[str]] | str]:
     """(small-input paths, big-input paths): records as strings, or the error message."""
-    if chunk is not None:
-        monkeypatch.setattr(readers, "chunks", functools.partial(source.chunks, size=chunk))
-        monkeypatch.setattr(long, "chunks", functools.partial(source.chunks, size=chunk))
+    chunks = source.chunks if chunk is None else functools.partial(source.chunks, size=chunk)
+    monkeypatch.setattr(readers, "chunks", chunks)
+    monkeypatch.setattr(long, "chunks", chunks)
     got = []
     for force in (force_slow_readers, force_fast_readers):
         force(monkeypatch)

@@ -234,6 +234,8 @@ def _arrow_chunk(
       characters `str.strip()` removes; the chunk is valid UTF-8 (checked), has no NUL (a data
       error in the line parser) and does not start with a byte-order mark (arrow would drop it).
     """
+    if body.startswith(BOM):  # after the header: arrow would drop it, the line parser keeps it
+        return False
     width, rc, ic = columns
     names = [f"c{k}" for k in range(width)]
     try:

@@ -108,21 +108,23 @@ class _Prepend:
     def __init__(self, head: bytes, raw: BinaryIO) -> None:
         self._head = head
         self._raw = raw
+        self._at = 0  # bytes handed out (what a progress bar counts)
 
     def read(self, size: int = -1) -> bytes:
         if not self._head:
-            return self._raw.read(size)
-        if size < 0:
+            out = self._raw.read(size)
+        elif size < 0:
             out, self._head = self._head + self._raw.read(), b""
         else:
             out, self._head = self._head[:size], self._head[size:]
+        self._at += len(out)
         return out
 
     def readable(self) -> bool:
         return True
 
     def tell(self) -> int:
-        return 0
+        return self._at
 
     def close(self) -> None:
         return None
