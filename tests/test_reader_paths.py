@@ -145,6 +145,21 @@ def test_long_csv_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s
     check()
 
 
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+def test_basket_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str) -> None:
+    path = tmp_path / "f.csv"
+
+    @SETTINGS
+    @given(content=long_file(","), chunk=st.sampled_from([None, 1, 7, 40]))
+    def check(content: bytes, chunk: int | None) -> None:
+        note(repr(content))
+        path.write_bytes(content)
+        slow, fast = read_both(monkeypatch, path, chunk, sep=sep, fmt="basket")
+        assert fast == slow
+
+    check()
+
+
 def test_the_trimmed_characters_are_exactly_str_strips() -> None:
     spaces = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
     assert spaces == long._SPACES
