@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import baselines, lmm, lmm_gap
+from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
@@ -21,6 +21,7 @@ from dpfim.params import (
     check_delta,
     check_ell_max,
     check_eps,
+    check_memory,
     check_size,
     fraction_to_float,
 )
@@ -40,6 +41,7 @@ from dpfim.samplers.rng import RandomSource, resolve
 MECHANISMS = (
     "lmm",
     "lmm-gap",
+    "lmm-tight",
     "em",
     "noisy-max-laplace",
     "permute-and-flip",
@@ -50,7 +52,7 @@ MECHANISMS = (
 # Baselines that need a finite universe (SPEC §6): they refuse to run without one.
 FINITE_UNIVERSE = ("em", "noisy-max-laplace", "permute-and-flip")
 # Their published analyses need counts that move together (docs/privacy.md §10, §16, §17).
-ADD_REMOVE_ONLY = ("lmm-gap", "choosing", "limited-domain")
+ADD_REMOVE_ONLY = ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
 PURE = ("em", "noisy-max-laplace", "permute-and-flip")
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
@@ -146,12 +148,15 @@ def mine(
     fmt: str | None = None,
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
 
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
+    RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -165,6 +170,7 @@ def mine(
         universe_given=universe is not None,
         max_record_items=max_record_items,
     )
+    budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = from_transactions(records, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
@@ -186,6 +192,7 @@ def mine(
         diagnostics or Diagnostics(),
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -210,11 +217,13 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    max_memory: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -233,6 +242,7 @@ def mine_file(
         raise ParameterError(
             f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
         )
+    budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
     check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
@@ -265,6 +275,7 @@ def mine_file(
         diag,
         max_record_items=max_record_items,
         started=started,
+        max_memory=budget,
     )
 
 
@@ -279,6 +290,7 @@ def _mine(
     *,
     max_record_items: int | None = None,
     started: str,
+    max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
     universe_size = None
@@ -292,14 +304,18 @@ def _mine(
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
-    index = SupportIndex(records, opts.size, progress=progress)
+    index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
     out, params_extra, ledger = run_mechanism(
         index, opts, source, universe_size, max_record_items=max_record_items
     )
     itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
-    diag.timings["count+mechanism"] = time.perf_counter() - t0
+    diag.timings["count"] = index.seconds
+    diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
     diag.facts.update(
         {
+            "memory budget (MiB)": index.max_memory >> 20,
+            "counting passes over the records": index.passes,
+            "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": records.n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
@@ -329,7 +345,7 @@ def _mine(
     fields: dict[str, Any] = {"itemset": itemset}
     if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
         fields["noisy_max"] = out.noisy_max
-    if opts.mechanism in ("lmm", "lmm-gap"):
+    if opts.mechanism in ("lmm", "lmm-gap", "lmm-tight"):
         fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = records.n
@@ -337,6 +353,15 @@ def _mine(
             "n is public under replace-one neighbours; never released under add-remove"
         )
     return build(**fields, params=params, ledger=ledger, private=private, created=started)
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak >> 20 if sys.platform == "darwin" else peak >> 10)
 
 
 def run_mechanism(
@@ -366,6 +391,14 @@ def run_mechanism(
             },
         }
         return out, extra, margin_ledger(split, opts.neighbours, with_max=not gap)
+    if name == lmm_tight.NAME:
+        out = lmm_tight.run(
+            counts, opts.eps, opts.delta, rng, ell_max=opts.ell_max, universe_size=universe_size
+        )
+        tight = lmm_tight.default_split(opts.eps, opts.delta)
+        extra = {"ell_max": opts.ell_max, "split": lmm_tight.split_params(tight)}
+        cost = lmm_tight.cost(opts.eps, opts.delta)
+        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
     if name in FINITE_UNIVERSE:
         if universe_size is None:
             raise ParameterError(f"--mechanism {name} needs a finite universe")

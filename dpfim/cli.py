@@ -17,6 +17,7 @@ from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
 from dpfim.errors import DpfimError, ParameterError
+from dpfim.mechanisms import lmm_tight
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
 from dpfim.readers import COMPRESSIONS, FORMATS
@@ -110,6 +111,13 @@ def cli() -> None:
     show_default=True,
     help="Data-independent cap on the margin search (open universe).",
 )
+@click.option(
+    "--max-memory",
+    default=None,
+    metavar="SIZE",
+    help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most 8G]. "
+    "Exact counting that cannot fit stops with exit 6.",
+)
 @click.option("--seed", type=int, default=None, help="Reproducible, NOT private run (for tests).")
 @click.option(
     "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
@@ -137,7 +145,7 @@ def mine(input_path: str, **opt: Any) -> None:
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
-    4 budget exhausted, 5 ledger not writable.
+    4 budget exhausted, 5 ledger not writable, 6 exact counting does not fit --max-memory.
 
     \b
     Examples:
@@ -173,6 +181,7 @@ def mine(input_path: str, **opt: Any) -> None:
         "ell_max",
         "candidates",
         "seed",
+        "max_memory",
     )
     diag = Diagnostics()
     result = mine_file(
@@ -299,7 +308,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
     eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
     gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
-    lmm-gap); ms_per_run.
+    lmm-gap, lmm-tight); ms_per_run.
 
     \b
     Example:
@@ -451,6 +460,8 @@ def _report(diag: Diagnostics) -> None:
 
 def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
     """Computed from public parameters only."""
+    if mechanism == lmm_tight.NAME:
+        return lmm_tight.none_hint(check_eps(eps), check_delta(delta), size)
     make = gap_split if mechanism == "lmm-gap" else paper_split
     t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
     return (

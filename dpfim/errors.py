@@ -5,6 +5,7 @@ Exit codes (documented in docs/cli.md):
   3  data error: input that does not parse, a damaged ledger
   4  budget exhausted: the persistent ledger refuses the run
   5  the persistent ledger cannot be written (ledger.LedgerWriteError)
+  6  exact counting does not fit in --max-memory (ResourceError); dpfim never approximates
 """
 
 from __future__ import annotations
@@ -38,3 +39,10 @@ class LedgerError(DpfimError):
     """A ledger file that is damaged, unreadable or unwritable."""
 
     exit_code = 3
+
+
+class ResourceError(DpfimError):
+    """Exact counting does not fit in the memory budget (--max-memory); the message says what
+    to do. dpfim stops rather than approximate."""
+
+    exit_code = 6

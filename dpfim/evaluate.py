@@ -25,7 +25,7 @@ from dpfim.api import (
     check_options,
     run_mechanism,
 )
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError
 from dpfim.readers import Records
 from dpfim.samplers.rng import RandomSource, resolve
@@ -132,7 +132,7 @@ def evaluate(
                 picked.append(int(index.counts[out.index]))
             else:
                 picked.append(0 if out.zero_pick else None)
-            if mech in ("lmm", "lmm-gap"):
+            if mech in ("lmm", "lmm-gap", "lmm-tight"):
                 ells.append(math.inf if out.ell is None else float(out.ell))
             if bar is not None:
                 bar.update(1)

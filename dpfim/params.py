@@ -82,3 +82,31 @@ def fraction_to_float(x: Fraction) -> float:
 def log_fraction(x: Fraction) -> float:
     """ln(x) for a positive rational, accurate even when x is far outside the float range."""
     return math.log(x.numerator) - math.log(x.denominator)
+
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+MIN_MEMORY = 16 * 2**20
+
+
+def check_memory(value: str | int | None) -> int | None:
+    """A memory budget in bytes: an integer, or a number with K, M, G or T (binary units,
+    an optional trailing B or iB), e.g. "2G", "512M", "1.5GiB". None keeps the default."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ParameterError(f"--max-memory must be a size such as 2G or 512M, got {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+        unit = text[-1:] if text[-1:] in _UNITS else ""
+        try:
+            number = Decimal(text[: len(text) - len(unit)].strip())
+        except InvalidOperation:
+            number = Decimal("NaN")
+        if not number.is_finite():
+            raise ParameterError(f"--max-memory must be a size such as 2G or 512M, got {value!r}")
+        size = int(number * _UNITS[unit])
+    if size < MIN_MEMORY:
+        raise ParameterError(f"--max-memory must be at least 16M, got {value!r}")
+    return size

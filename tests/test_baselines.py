@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 from test_cli import run as run_cli
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.mechanisms import baselines as B
 from dpfim.mechanisms.base import VectorCounts
 from dpfim.mechanisms.noisy_max import Groups, Noise, argmax_group

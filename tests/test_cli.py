@@ -112,8 +112,14 @@ def test_compressed_input_by_extension(tmp_path: Path, opener: object, suffix: s
     code, out, err = run(["mine", str(target), "--eps", "1", "--delta", "1e-6", "--seed", "1"])
     assert code == 0, err
     assert json.loads(out)["itemset"] == ["bread", "milk"]
-    # on stdin the magic bytes decide (documented), or --compression
-    for extra in ([], ["--compression", suffix.lstrip(".").replace("gz", "gzip")]):
+    # on stdin only --compression decides; without it the bytes are read as they are
+    label = suffix.lstrip(".").replace("gz", "gzip")
+    code, out, err = run(
+        ["mine", "-", "--format", "basket", "--eps", "1", "--delta", "1e-6"],
+        stdin=target.read_bytes(),
+    )
+    assert code == 3 and out == "" and f"--compression {label}" in err
+    for extra in (["--compression", label],):
         code, out, err = run(
             [
                 "mine",

@@ -79,19 +79,20 @@ def test_integer_items_are_released_in_numeric_order() -> None:
     [
         ("4", "0.99", 1, True),  # 16 * 0.99 <= 16
         ("4", "1e-6", 1, True),
-        ("10", "0.5", 1, False),  # 50 > 16
-        ("10", "0.5", 4, True),  # 50 <= 64
-        ("1000", "1e-6", 1, True),  # 1 <= 16
-        ("1000", "1e-4", 1, False),  # 100 > 16
+        ("10", "0.5", 1, False),  # T = 0: 1 > 0.5
+        ("10", "0.5", 4, True),  # T = 1: 4 e^-2.5 = 0.33 <= 0.5
+        ("1000", "1e-4", 1, True),  # T = 1: e^-250 <= 1e-4
+        ("20", "0.9", 1, False),  # T = 0: 1 > 0.9
+        ("5", "0.7", 1, True),  # T = 1: e^-1.25 = 0.29 <= 0.7
     ],
 )
 def test_choosing_precondition_by_hand(eps: str, delta: str, k: int, ok: bool) -> None:
-    """eps^2 delta <= 16 k (docs/privacy.md §16), checked with exact rationals."""
+    """k e^(-eps T/4) <= delta for the integer T in use (docs/privacy.md §16)."""
     call = lambda: baselines.check_choosing(Fraction(eps), Fraction(delta), k)  # noqa: E731
     if ok:
         call()
     else:
-        with pytest.raises(ParameterError, match="16 k"):
+        with pytest.raises(ParameterError, match="proven"):
             call()
 
 

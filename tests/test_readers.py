@@ -90,9 +90,27 @@ def test_compression_is_decided_by_the_extension(
     with pytest.raises(InputError, match="not valid UTF-8"):
         read_records(write(tmp_path, "x.csv", packed))
     # --compression overrides the name, for paths and stdin.
-    assert as_sets(read_records(write(tmp_path, "y.csv", packed), compression=suffix_label(suffix)))
+    label = suffix_label(suffix)
+    assert as_sets(read_records(write(tmp_path, "y.csv", packed), compression=label))
     stdin = io.BytesIO(packed)
-    assert as_sets(read_records("-", fmt="basket", stdin=stdin)) == [{"a", "b"}, {"c"}]
+    got = read_records("-", fmt="basket", stdin=stdin, compression=label)
+    assert as_sets(got) == [{"a", "b"}, {"c"}]
+    # stdin is read as it is by default (a hint says what to do), never sniffed
+    with pytest.raises(InputError, match=f"--compression {label}"):
+        read_records("-", fmt="basket", stdin=io.BytesIO(packed))
+
+
+@pytest.mark.parametrize("compress", [bz2.compress, lzma.compress, gzip.compress])
+def test_a_compressed_input_must_be_whole(tmp_path: Path, compress: object) -> None:
+    """Concatenated streams are all read; trailing bytes or a cut stream are a data error
+    (Python's bz2/xz readers silently drop what follows the first stream)."""
+    one, two = compress(b"a,b\n"), compress(b"c\n")  # type: ignore[operator]
+    suffix = {bz2.compress: ".bz2", lzma.compress: ".xz", gzip.compress: ".gz"}[compress]
+    path = write(tmp_path, "x.csv" + suffix, one + two)
+    assert as_sets(read_records(path)) == [{"a", "b"}, {"c"}]
+    for bad in (one + b"x,y\n", one[:-3]):
+        with pytest.raises(InputError, match="damaged"):
+            read_records(write(tmp_path, "x.csv" + suffix, bad))
 
 
 def suffix_label(suffix: str) -> str:
@@ -113,10 +131,15 @@ def test_plain_data_under_a_gz_name_is_a_data_error(tmp_path: Path) -> None:
         read_records(write(tmp_path, "x.csv.gz", "a,b\n"))
 
 
-def test_stdin_compression_can_be_switched_off() -> None:
-    packed = gzip.compress(b"a,b\n")
-    with pytest.raises(InputError, match="not valid UTF-8"):  # read as the bytes they are
-        read_records("-", fmt="basket", compression="none", stdin=io.BytesIO(packed))
+def test_stdin_is_never_sniffed() -> None:
+    """A first record that is a whole xz stream (no newline inside) once replaced the data set
+    when stdin's magic bytes chose the decompressor (found in review)."""
+    evil = lzma.compress(b"a,b\n" * 50)
+    while b"\n" in evil:
+        evil = lzma.compress(evil[:8] + b"a,b\n" * 50)
+    data = evil + b"\n" + b"x,y\n" * 50
+    with pytest.raises(InputError, match=r"<stdin>:1: not valid UTF-8"):
+        read_records("-", fmt="basket", stdin=io.BytesIO(data))
 
 
 def test_unsupported_compression_says_what_to_do(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 
 class RankedCounts(Protocol):
-    """Supports in decreasing order, known from the top down (dpfim.counting.SupportIndex).
+    """Supports in decreasing order, known from the top down (dpfim.engines.local.SupportIndex).
 
     Invariant: `counts` holds every support >= `threshold` (and nothing smaller); once
     `complete`, every nonzero support is there and all further ranks have support 0.

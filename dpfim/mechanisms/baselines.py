@@ -22,7 +22,7 @@ from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.mechanisms.noisy_max import Groups, Noise, argmax_group
 from dpfim.mechanisms.selection import groups as groups_of
 from dpfim.mechanisms.selection import pick_member, select_count
-from dpfim.params import log_fraction
+from dpfim.params import fraction_to_float, log_fraction
 from dpfim.samplers import interval as iv
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.lazy import LazyUniform
@@ -190,15 +190,18 @@ def stability_cost(eps: Fraction, delta: Fraction) -> Cost:
 
 
 def check_choosing(eps: Fraction, delta: Fraction, growth: int) -> None:
-    """The proof of docs/privacy.md §16 needs eps^2 delta <= 16 k (always true for eps <= 4).
+    """The proof of docs/privacy.md §16 needs k e^(-eps T / 4) <= delta for the integer
+    threshold T in use (implied by eps^2 delta <= 16 k, so always true for eps <= 4).
 
-    Outside it the mechanism is not (eps, delta)-DP: at eps = 10, delta = 0.5, k = 1 the
-    threshold is <= 0, and one added record {a, b} is named with probability ~0.93 > delta.
+    Outside it the proof says nothing, and at some such points the mechanism does fail: at
+    eps = 10, delta = 0.5, k = 1 (T = 0) one added record {a, b} is named with probability
+    ~0.93 > delta. Evaluated in floats with a margin towards refusing.
     """
-    if eps * eps * delta > 16 * growth:
+    t = choosing_threshold(eps, delta, growth)
+    if math.log(growth) - fraction_to_float(eps) * t / 4 > log_fraction(delta) - 1e-9:
         raise ParameterError(
-            f"--mechanism choosing is proven (eps, delta)-DP only when eps^2 * delta <= 16 k "
-            f"(k = C(B, r) = {growth}); lower --eps or --delta (docs/privacy.md §16)"
+            f"--mechanism choosing is proven (eps, delta)-DP only when k e^(-eps T/4) <= delta "
+            f"(k = C(B, r) = {growth}, T = {t}); lower --eps or --delta (docs/privacy.md §16)"
         )
 
 
@@ -253,7 +256,9 @@ def choosing_cost(eps: Fraction, delta: Fraction, growth: int) -> Cost:
                 delta,
             ),
         ),
-        "(eps, delta)-DP under add/remove neighbours (k-bounded growth with k = C(B, r)).",
+        "(eps, delta)-DP under add/remove neighbours (k-bounded growth with k = C(B, r)). "
+        "Only the check and the selection together are (eps, delta)-DP: the per-step amounts "
+        "split eps for accounting; the selection alone is not (3 eps/4, delta)-DP.",
     )
 
 

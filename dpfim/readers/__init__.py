@@ -9,7 +9,6 @@ readers stream: the input is read in chunks and only the compact records are kep
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -217,7 +216,7 @@ class _LongLook:
                 continue
             try:
                 fields = basket.parse_line(line.rstrip("\r"), sep)
-            except csv.Error:
+            except ValueError:
                 fields = []
             if len(fields) != 2:
                 self.two_fields = False

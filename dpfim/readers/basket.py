@@ -13,18 +13,19 @@ import csv
 
 import numpy as np
 
-from dpfim.errors import InputError
 from dpfim.readers.records import RecordBuilder, factorize
-from dpfim.readers.source import decode, split_lines
+from dpfim.readers.source import parse_lines
 
 
 def parse_line(line: str, sep: str) -> list[str]:
     """The trimmed fields of one line (empty fields stay: they are dropped as items later).
-    Raises csv.Error on bad quoting."""
-    if '"' in line:
+    Raises ValueError on bad quoting."""
+    if '"' not in line:
+        return [f.strip() for f in line.split(sep)] if line else []
+    try:
         fields = next(csv.reader([line], delimiter=sep, strict=True), [])
-    else:
-        fields = line.split(sep) if line else []
+    except csv.Error as exc:
+        raise ValueError(f"bad CSV quoting ({exc})") from None
     return [f.strip() for f in fields]
 
 
@@ -34,16 +35,7 @@ FAST_FROM = 1 << 20  # chunk bytes from which the whole-chunk split pays
 def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
     if len(chunk) >= FAST_FROM and _fast(chunk, sep, out):
         return
-    tokens: list[str] = []
-    lengths: list[int] = []
-    for number, line in enumerate(split_lines(decode(chunk, name, first_line), name, first_line)):
-        try:
-            fields = parse_line(line, sep)
-        except csv.Error as exc:
-            raise InputError(f"{name}:{first_line + number}: bad CSV quoting ({exc})") from None
-        tokens.extend(fields)
-        lengths.append(len(fields))
-    out.add_tokens(tokens, lengths)
+    out.add_tokens(*parse_lines(chunk, first_line, name, lambda line: parse_line(line, sep)))
 
 
 def _fast(chunk: bytes, sep: str, out: RecordBuilder) -> bool:

@@ -17,9 +17,8 @@ import re
 
 import numpy as np
 
-from dpfim.errors import InputError
 from dpfim.readers.records import RecordBuilder, Vocabulary
-from dpfim.readers.source import decode, split_lines
+from dpfim.readers.source import parse_lines
 
 _LINE = re.compile(r"[0-9 \t]*")
 COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
@@ -132,16 +131,7 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
 
 
 def _slow(chunk: bytes, first_line: int, name: str, out: RecordBuilder) -> None:
-    tokens: list[str] = []
-    lengths: list[int] = []
-    for number, line in enumerate(split_lines(decode(chunk, name, first_line), name, first_line)):
-        try:
-            items = parse_line(line)
-        except ValueError as exc:
-            raise InputError(f"{name}:{first_line + number}: {exc}") from None
-        tokens.extend(items)
-        lengths.append(len(items))
-    out.add_tokens(tokens, lengths)
+    out.add_tokens(*parse_lines(chunk, first_line, name, parse_line))
 
 
 def _fast(chunk: bytes, out: RecordBuilder) -> bool:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from dpfim.errors import InputError
 from dpfim.readers.records import RecordBuilder
-from dpfim.readers.source import decode, split_lines
+from dpfim.readers.source import parse_lines
 
 
 def parse_line(line: str) -> list[str]:
@@ -25,6 +24,11 @@ def parse_line(line: str) -> list[str]:
     items = []
     for item in value:
         if isinstance(item, str):
+            if not item.isascii():  # a lone surrogate escape ("\\ud800") is no text
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError("an item is not valid Unicode (a lone surrogate)") from None
             items.append(item.strip())
         elif isinstance(item, int | float) and not isinstance(item, bool):
             items.append(json.dumps(item))
@@ -35,13 +39,4 @@ def parse_line(line: str) -> list[str]:
 
 def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
     del sep
-    tokens: list[str] = []
-    lengths: list[int] = []
-    for number, line in enumerate(split_lines(decode(chunk, name, first_line), name, first_line)):
-        try:
-            items = parse_line(line)
-        except ValueError as exc:
-            raise InputError(f"{name}:{first_line + number}: {exc}") from None
-        tokens.extend(items)
-        lengths.append(len(items))
-    out.add_tokens(tokens, lengths)
+    out.add_tokens(*parse_lines(chunk, first_line, name, parse_line))

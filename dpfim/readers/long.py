@@ -14,24 +14,15 @@ a `\n` (and valid UTF-8) is read by pyarrow's CSV parser instead, when pyarrow i
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from dpfim.errors import InputError, ParameterError
+from dpfim.readers.basket import parse_line
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, factorize
 from dpfim.readers.source import chunks, decode, split_lines
-
-
-def parse_fields(line: str, sep: str) -> list[str]:
-    """The trimmed fields of one CSV/TSV line (strict quoting; raises csv.Error)."""
-    if '"' in line:
-        fields = next(csv.reader([line], delimiter=sep, strict=True), [])
-    else:
-        fields = line.split(sep)
-    return [f.strip() for f in fields]
 
 
 class _Grouper:
@@ -166,9 +157,9 @@ def read_csv(
         for number, line in _numbered(lines, first, start):
             width, rc, ic = columns
             try:
-                fields = parse_fields(line, sep) if line else []
-            except csv.Error as exc:
-                raise InputError(f"{name}:{number}: bad CSV quoting ({exc})") from None
+                fields = parse_line(line, sep)
+            except ValueError as exc:
+                raise InputError(f"{name}:{number}: {exc}") from None
             if not fields:
                 continue  # a blank line names no record
             if len(fields) != width:
@@ -279,9 +270,9 @@ def _numbered(lines: list[str], first: int, start: int) -> Iterator[tuple[int, s
 
 def _header(line: str, name: str, sep: str, record_col: str, item_col: str) -> tuple[int, int, int]:
     try:
-        header = parse_fields(line, sep)
-    except csv.Error as exc:
-        raise InputError(f"{name}:1: bad CSV quoting in the header ({exc})") from None
+        header = parse_line(line, sep)
+    except ValueError as exc:
+        raise InputError(f"{name}:1: {exc} in the header") from None
     found = []
     for col in (record_col, item_col):
         hits = [k for k, h in enumerate(header) if h == col.strip()]

@@ -1,9 +1,12 @@
 """Where the bytes come from, and how they become lines — one rule for every format.
 
 * A path or "-" (stdin). Compression is decided from public information only: a path's
-  extension (`.gz`, `.bz2`, `.xz`), or `--compression`; for stdin, `--compression`, or by default
-  the stream's magic bytes (documented in docs/cli.md: there the first bytes decide, which is why
-  cron jobs should pass `--compression none` or the real one).
+  extension (`.gz`, `.bz2`, `.xz`) or `--compression`; stdin is read as it is unless
+  `--compression` says otherwise. Never by the content: a first record that is itself a valid
+  bz2/xz stream once replaced the whole data set when stdin's magic bytes decided.
+* A compressed input must be whole: every concatenated stream is read, and anything after the
+  last one (or a stream cut short) is a data error — Python's bz2/xz file readers silently drop
+  trailing bytes.
 * The decompressed bytes are read in chunks of whole lines (bounded memory).
 * Lines end at `\n` and nowhere else. One `\r` right before a `\n` (or at the very end of the
   input) is dropped, so CRLF files read as LF files; a `\r` anywhere else is a data error naming
@@ -21,7 +24,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from dpfim.errors import InputError, ParameterError
 
@@ -29,7 +32,8 @@ COMPRESSIONS = ("auto", "none", "gzip", "bz2", "xz")
 _BY_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 # Compressions we recognise by name but cannot read: a clear usage error instead of "not UTF-8".
 _UNSUPPORTED = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".zip": "zip", ".7z": "7z"}
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))  # for hints only
+_BLOCK = 1 << 16
 _DECOMPRESSION_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
 BOM = b"\xef\xbb\xbf"
 CHUNK_BYTES = 16 << 20
@@ -45,8 +49,7 @@ def plain_name(src: str) -> str:
 
 
 def resolve_compression(src: str, compression: str = "auto") -> str:
-    """none/gzip/bz2/xz for a path (from --compression or the extension), or "magic" for stdin
-    under auto (the stream's first bytes decide; documented)."""
+    """none/gzip/bz2/xz: from --compression, else a path's extension; stdin under auto: none."""
     if compression not in COMPRESSIONS:
         raise ParameterError(
             f"--compression must be one of {', '.join(COMPRESSIONS)}: {compression!r}"
@@ -54,7 +57,7 @@ def resolve_compression(src: str, compression: str = "auto") -> str:
     if compression != "auto":
         return compression
     if src == "-":
-        return "magic"
+        return "none"
     name = Path(src).name.lower()
     for suffix, label in _UNSUPPORTED.items():
         if name.endswith(suffix):
@@ -72,15 +75,11 @@ def open_input(
     """(decompressed stream, raw stream, compression used) for a path or "-"."""
     raw: BinaryIO = (stdin or sys.stdin.buffer) if src == "-" else _open_path(src)
     try:
-        if compression == "magic":  # stdin under --compression auto: documented in docs/cli.md
-            head = raw.read(6)
-            compression = next((lb for magic, lb in _MAGIC if head.startswith(magic)), "none")
-            raw = _Prepend(head, raw)  # type: ignore[assignment]
         opener: Callable[[BinaryIO], BinaryIO] = {
             "none": lambda f: f,
-            "gzip": lambda f: gzip.GzipFile(fileobj=f, mode="rb"),
-            "bz2": lambda f: bz2.BZ2File(f, mode="rb"),
-            "xz": lambda f: lzma.LZMAFile(f, mode="rb"),  # noqa: SIM115 - closed with raw
+            "gzip": lambda f: gzip.GzipFile(fileobj=f, mode="rb"),  # raises on trailing data
+            "bz2": lambda f: _Streams(f, bz2.BZ2Decompressor),
+            "xz": lambda f: _Streams(f, lzma.LZMADecompressor),
         }[compression]
         yield opener(raw), raw, compression
     finally:
@@ -102,32 +101,40 @@ def _open_path(src: str) -> BinaryIO:
         raise ParameterError(f"{src}: cannot read ({exc.strerror})") from None
 
 
-class _Prepend:
-    """A stream with `head` (bytes already read from it) put back in front."""
+class _Streams:
+    """bz2/xz data as one stream of bytes: concatenated streams are all decompressed; bytes after
+    the last stream that do not start another, or a stream cut short, raise (a data error)."""
 
-    def __init__(self, head: bytes, raw: BinaryIO) -> None:
-        self._head = head
-        self._raw = raw
-        self._at = 0  # bytes handed out (what a progress bar counts)
+    def __init__(self, raw: BinaryIO, factory: Callable[[], Any]) -> None:
+        self._raw, self._factory = raw, factory
+        self._dec = factory()
+        self._pending = b""
 
     def read(self, size: int = -1) -> bytes:
-        if not self._head:
-            out = self._raw.read(size)
-        elif size < 0:
-            out, self._head = self._head + self._raw.read(), b""
-        else:
-            out, self._head = self._head[:size], self._head[size:]
-        self._at += len(out)
-        return out
+        want = size if size >= 0 else 1 << 62
+        parts: list[bytes] = []
+        got = 0
+        while got < want:
+            if self._dec.eof:
+                rest = self._dec.unused_data or self._raw.read(_BLOCK)
+                if not rest:
+                    break  # every stream complete
+                self._dec, self._pending = self._factory(), rest  # the next must be a stream
+            if self._pending:
+                data, self._pending = self._pending, b""
+            elif self._dec.needs_input:
+                data = self._raw.read(_BLOCK)
+                if not data:
+                    raise EOFError("the data ends before the end-of-stream marker")
+            else:
+                data = b""
+            piece = self._dec.decompress(data, max_length=min(want - got, _BLOCK * 64))
+            parts.append(piece)
+            got += len(piece)
+        return b"".join(parts)
 
     def readable(self) -> bool:
         return True
-
-    def tell(self) -> int:
-        return self._at
-
-    def close(self) -> None:
-        return None
 
 
 def chunks(
@@ -163,9 +170,15 @@ def decode(chunk: bytes, name: str, first_line: int) -> str:
         text = chunk.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = first_line + chunk.count(b"\n", 0, exc.start)
+        looks = next((lb for magic, lb in _MAGIC if chunk.startswith(magic)), None)
+        hint = (
+            f"; it looks {looks}-compressed: name the file .{looks.replace('gzip', 'gz')} or "
+            f"pass --compression {looks}"
+            if looks and first_line == 1
+            else "; convert the file to UTF-8"
+        )
         raise InputError(
-            f"{name}:{line}: not valid UTF-8 (byte 0x{chunk[exc.start]:02x}); "
-            "convert the file to UTF-8"
+            f"{name}:{line}: not valid UTF-8 (byte 0x{chunk[exc.start]:02x}){hint}"
         ) from None
     nul = text.find("\0")
     if nul >= 0:
@@ -188,6 +201,23 @@ def split_lines(text: str, name: str, first_line: int) -> list[str]:
             if "\r" in line:
                 raise InputError(f"{name}:{first_line + i}: {CR_MESSAGE}")
     return lines
+
+
+def parse_lines(
+    chunk: bytes, first_line: int, name: str, parse: Callable[[str], list[str]]
+) -> tuple[list[str], list[int]]:
+    """(all tokens, tokens per line) of a chunk, one line at a time; `parse` raises ValueError
+    with a message, reported as a data error naming the line."""
+    tokens: list[str] = []
+    lengths: list[int] = []
+    for number, line in enumerate(split_lines(decode(chunk, name, first_line), name, first_line)):
+        try:
+            items = parse(line)
+        except ValueError as exc:
+            raise InputError(f"{name}:{first_line + number}: {exc}") from None
+        tokens.extend(items)
+        lengths.append(len(items))
+    return tokens, lengths
 
 
 CR_MESSAGE = "carriage return inside a line (lines end at \\n; only a CRLF line ending is allowed)"

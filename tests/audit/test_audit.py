@@ -22,7 +22,7 @@ from pairs import GAP_PAIRS, LOOSE, PAIRS, Pair, record_pair
 from scipy import stats
 
 import dpfim
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.readers import from_transactions
 
 LARGE = os.environ.get("DPFIM_AUDIT_LARGE") == "1"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpfim.counting import SupportIndex
+from dpfim.engines.local import SupportIndex
 from dpfim.readers import Records, from_transactions, read_records
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -1,0 +1,531 @@
+"""records → exact integer supports of r-itemsets, from the top down, in bounded memory.
+
+No randomness, no privacy. The mechanism needs c(1), then c(2), c(3), … only as deep as its
+search goes. SupportIndex keeps every r-itemset with support >= a threshold s (and nothing below
+it), starting at an upper bound on the top support and lowering s only when asked for more ranks.
+
+At a threshold s the r-itemsets are counted level-wise (Apriori over the records, exact): the
+frequent items (support >= s), then pairs of frequent items, then triples whose first two items
+form a frequent pair (and whose last two do too), and so on up to r. Every level is one pass over
+the records in batches: each batch is restricted to the frequent items, the candidate keys
+(frequent (k-1)-itemset id × width + next item) of each record are generated in slices of a fixed
+number of keys, whatever the number or the length of the records, and the slices are counted into
+an exact int64 accumulator: a dense array when the key space is small, else sorted (key, count)
+runs merged as they grow. Scratch memory is therefore bounded by a constant (`scratch_bytes`,
+default 256 MiB, at most an eighth of the memory budget); only the accumulator grows, with the
+number of distinct candidates, and when it would not fit in the budget the count stops with a
+ResourceError (dpfim never approximates). Plain numpy: the measurements behind that choice are in
+docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfim.errors import ResourceError
+from dpfim.readers import Records
+
+MiB = 1 << 20
+GiB = 1 << 30
+DEFAULT_SCRATCH = 256 * MiB
+# Bytes of scratch per generated candidate key (the int64 temporaries of one slice, measured
+# with tracemalloc on the shared data sets: ~60 B; rounded up).
+BYTES_PER_KEY = 96
+# A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
+BYTES_PER_DISTINCT = 48
+# From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
+# their dense tables fit; below it numba's import alone would cost more than the counting.
+COMPILED_MIN = 4_000_000
+
+
+def _load_compiled() -> Any:
+    try:
+        from dpfim.engines import _compiled
+    except ImportError:  # numba missing or unusable here: the numpy path is exact too
+        return None
+    return _compiled
+
+
+def default_max_memory() -> int:
+    """Half the machine's RAM, at most 8 GiB (the --max-memory default)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = 4 * GiB
+    return int(min(8 * GiB, total // 2))
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Records to count: CSR over local ids; items[j] is the global id of local id j (None:
+    local ids are global ids). Holds every item with support >= s."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    items: np.ndarray | None
+    s: int
+
+
+class SupportIndex:
+    """Exact supports of the r-itemsets with support >= threshold, in decreasing order.
+
+    Invariant: `counts` holds the support of EVERY r-itemset with support >= `threshold` and
+    of no other; `itemsets` (item ids, each row ascending) is aligned with it, ties in
+    lexicographic order of the item ids. `complete` once the threshold is 1: then all L
+    nonzero-support r-itemsets are known.
+
+    max_memory: the budget in bytes (default: default_max_memory()); scratch_bytes: the bound on
+    the per-slice scratch (default min(256 MiB, max_memory / 8)); tests make it tiny.
+    compiled: use the numba kernels (None: from COMPILED_MIN occurrences on, if numba imports).
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        size: int,
+        *,
+        progress: bool = False,
+        max_memory: int | None = None,
+        scratch_bytes: int | None = None,
+        compiled: bool | None = None,
+    ) -> None:
+        if not 1 <= size <= 5:
+            raise ValueError(f"itemset size must be 1..5, got {size}")
+        self.n = records.n
+        self.size = size
+        self._progress = progress
+        self._n_items = len(records.items)
+        self._indptr = records.indptr
+        self._indices = records.indices
+        self.max_memory = default_max_memory() if max_memory is None else int(max_memory)
+        scratch = min(DEFAULT_SCRATCH, self.max_memory // 8)
+        if scratch_bytes is not None:
+            scratch = scratch_bytes
+        self._scratch = scratch
+        self._slice = max(16, scratch // (BYTES_PER_KEY * size))
+        data_bytes = records.indptr.nbytes + records.indices.nbytes
+        self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        big = len(records.indices) >= COMPILED_MIN
+        self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
+        self._full = _Source(records.indptr, records.indices, None, 1)
+        self._proj: _Source | None = None
+        self._buffers: dict[str, np.ndarray] = {}
+        self.seconds = 0.0  # time spent counting, for --verbose
+        self.passes = 0
+        t0 = time.perf_counter()
+        self.item_support = self._item_supports()
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.itemsets = np.zeros((0, size), dtype=np.int32)
+        top = np.sort(self.item_support)[::-1]
+        # The r-th largest item support bounds every r-itemset's support from above.
+        bound = int(top[size - 1]) if len(top) >= size else 0
+        self.threshold = bound + 1 if bound > 0 else 1
+        self._next = bound if bound > 0 else 1
+        self.seconds += time.perf_counter() - t0
+
+    @property
+    def complete(self) -> bool:
+        return self.threshold <= 1
+
+    def ensure(self, depth: int) -> None:
+        """Lower the threshold until at least `depth` itemsets are known, or all are."""
+        while len(self.counts) < depth and not self.complete:
+            t0 = time.perf_counter()
+            self._lower_to(self._next)
+            self._next = max(1, self.threshold // 2)
+            self.seconds += time.perf_counter() - t0
+
+    def support(self, itemset: Sequence[int]) -> int:
+        """The exact support of one itemset (item ids), one bounded pass over the records."""
+        ids = np.unique(np.asarray(itemset, dtype=np.int32))
+        if len(ids) == 0:
+            return self.n
+        total = 0
+        for r0, r1 in self._batches(self._full):
+            base = int(self._indptr[r0])
+            hit = np.isin(self._indices[base : int(self._indptr[r1])], ids)
+            per_row = _per_row(hit, self._indptr[r0 : r1 + 1] - base)
+            total += int(np.count_nonzero(per_row == len(ids)))
+        return total
+
+    # --- enumeration -------------------------------------------------------------------------
+
+    def _item_supports(self) -> np.ndarray:
+        out = np.zeros(self._n_items, dtype=np.int64)
+        step = max(self._slice, self._n_items)
+        for a in range(0, len(self._indices), step):
+            out += np.bincount(self._indices[a : a + step], minlength=self._n_items)
+        return out
+
+    def _batches(self, src: _Source) -> Iterator[tuple[int, int]]:
+        """Consecutive record ranges [r0, r1) of at most one slice of item occurrences each
+        (or a single longer record)."""
+        indptr = src.indptr
+        n = len(indptr) - 1
+        r0 = 0
+        while r0 < n:
+            r1 = int(np.searchsorted(indptr, indptr[r0] + self._slice, side="right")) - 1
+            r1 = min(max(r1, r0 + 1), n)
+            yield r0, r1
+            r0 = r1
+
+    def _lower_to(self, s: int) -> None:
+        counts, itemsets = self._enumerate(s)
+        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
+        self.counts = counts[order]
+        self.itemsets = itemsets[order]
+        self.threshold = s
+
+    def _enumerate(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """All r-itemsets with support >= s: (supports, item ids)."""
+        frequent = np.flatnonzero(self.item_support >= s)
+        if self.size == 1:
+            return self.item_support[frequent], frequent.reshape(-1, 1).astype(np.int32)
+        empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
+        width = len(frequent)
+        if width < self.size:
+            return empty
+        src = self._source_for(s)
+        if src.items is None:
+            remap = np.full(self._n_items, -1, dtype=np.int32)
+            remap[frequent] = np.arange(width, dtype=np.int32)
+        else:
+            remap = np.full(len(src.items), -1, dtype=np.int32)
+            remap[np.searchsorted(src.items, frequent)] = np.arange(width, dtype=np.int32)
+        levels: list[_Lookup] = []  # frequent keys of sizes 2..k-1
+        rows = np.arange(width, dtype=np.int64).reshape(-1, 1)  # local ids of the level's sets
+        counts = np.zeros(0, dtype=np.int64)
+        for k in range(2, self.size + 1):
+            keys, counts = self._count_level(src, remap, width, levels, k, s)
+            if len(keys) == 0:
+                return empty
+            space = width * (width if k == 2 else len(levels[-1].keys))
+            levels.append(_Lookup(keys, space, self._slice))
+            rows = np.column_stack((rows[keys // width], keys % width))
+        return counts, frequent[rows].astype(np.int32)
+
+    def _source_for(self, s: int) -> _Source:
+        """The records to count at threshold s: a cached projection onto the items with
+        support >= some s_p <= s when that is at most half of the data (and fits the
+        budget), so that lowering the threshold a few times and counting every level does not
+        pass over all the data again; else the full data."""
+        if self._proj is not None and s >= self._proj.s:
+            return self._proj
+        top = np.sort(self.item_support)[::-1]
+        cum = np.cumsum(top)
+        total = len(self._indices)
+        cap = min(total // 2, self._room // 32)
+        n_frequent = int(np.count_nonzero(top >= s))
+        if n_frequent == 0 or cum[n_frequent - 1] > cap:
+            return self._full
+        m = int(np.searchsorted(cum, cap, side="right"))  # the m most frequent items fit
+        s_p = int(top[m]) + 1 if m < len(top) else 1
+        s_p = max(s_p, s // 8, 1)
+        items = np.flatnonzero(self.item_support >= s_p)
+        remap = np.full(self._n_items, -1, dtype=np.int32)
+        remap[items] = np.arange(len(items), dtype=np.int32)
+        parts: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        bar = self._bar(f"projecting (s={s_p})")
+        for r0, r1 in self._batches(self._full):
+            if self._kernels is not None:
+                base, stop = int(self._indptr[r0]), int(self._indptr[r1])
+                out_cols = self._buffer("cols", stop - base, np.int32)
+                out_lens = self._buffer("lens", r1 - r0, np.int64)
+                n_cols, n_rows = self._kernels.project(
+                    self._indptr, self._indices, remap, r0, r1, self.size, out_cols, out_lens
+                )
+                cols, lens = out_cols[:n_cols].copy(), out_lens[:n_rows].copy()
+            else:
+                cols, lens = self._project(self._full, remap, r0, r1, self.size)
+            parts.append(cols)
+            lengths.append(lens)
+            if bar is not None:
+                bar.update(r1 - r0)
+        if bar is not None:
+            bar.close()
+        self.passes += 1
+        indptr = np.zeros(sum(len(x) for x in lengths) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(lengths), out=indptr[1:])
+        self._proj = _Source(indptr, np.concatenate(parts), items, s_p)
+        return self._proj
+
+    def _count_level(
+        self,
+        src: _Source,
+        remap: np.ndarray,
+        width: int,
+        levels: list[_Lookup],
+        k: int,
+        s: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
+        (keys ascending, supports). A key is (prefix id) * width + last item."""
+        n_prefixes = width if k == 2 else len(levels[-1].keys)
+        acc = _Accumulator(n_prefixes * width, self._scratch, self._room, self.size, s)
+        bar = self._bar(f"counting {k}-itemsets (s={s})")
+        self.passes += 1
+        tables = self._flat_tables(levels) if acc.dense is not None else None
+        if self._kernels is not None and acc.dense is not None and tables is not None:
+            self._count_compiled(src, remap, width, tables, k, acc.dense, bar)
+            return acc.result()
+        for r0, r1 in self._batches(src):
+            cols, lengths = self._project(src, remap, r0, r1, k)
+            if len(cols) == 0:
+                continue
+            if k == 2:  # one record's pairs are distinct candidates already
+                longest = int(lengths.max())
+                acc.require(longest * (longest - 1) // 2)
+            ends = np.repeat(np.cumsum(lengths), lengths)
+            ids = cols.astype(np.int64)
+            pos = np.arange(len(cols), dtype=np.int64)
+            for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
+                acc.add(keys)
+            if bar is not None:
+                bar.update(r1 - r0)
+        if bar is not None:
+            bar.close()
+        return acc.result()
+
+    def _flat_tables(self, levels: list[_Lookup]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The dense lookup tables of levels 2..k-1 in one array, with offsets[j] the start of
+        level j's table; None if one of them is not dense."""
+        offsets = np.zeros(self.size + 1, dtype=np.int64)
+        parts = [np.full(1, -1, dtype=np.int64)]
+        start = 1
+        for j, level in enumerate(levels, start=2):
+            if level.table is None:
+                return None
+            offsets[j] = start
+            parts.append(level.table)
+            start += len(level.table)
+        return np.concatenate(parts), offsets
+
+    def _count_compiled(
+        self,
+        src: _Source,
+        remap: np.ndarray,
+        width: int,
+        tables: tuple[np.ndarray, np.ndarray],
+        k: int,
+        out: np.ndarray,
+        bar: Any,
+    ) -> None:
+        """Count into the dense `out` with the compiled kernel, on two threads (each with its
+        own copy of `out`) when that copy fits the scratch budget."""
+        kernel = self._kernels.count_dense
+        batches = list(self._batches(src))
+        flat, offsets = tables
+        threads = 2 if (os.cpu_count() or 1) > 1 and out.nbytes <= self._scratch // 2 else 1
+
+        def work(part: int, target: np.ndarray) -> None:
+            for r0, r1 in batches[part::threads]:
+                kernel(src.indptr, src.indices, remap, r0, r1, k, width, flat, offsets, target)
+                if bar is not None:
+                    bar.update(r1 - r0)
+
+        if threads == 1:
+            work(0, out)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            other = np.zeros_like(out)
+            with ThreadPoolExecutor(2) as pool:
+                done = [pool.submit(work, 0, out), pool.submit(work, 1, other)]
+                for future in done:
+                    future.result()
+            out += other
+        if bar is not None:
+            bar.close()
+
+    def _project(
+        self, src: _Source, remap: np.ndarray, r0: int, r1: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Records r0..r1-1 of src restricted to the items remap sends to >= 0 (local ids),
+        keeping only those with at least k of them: (cols, length of each kept record)."""
+        base = int(src.indptr[r0])
+        stop = int(src.indptr[r1])
+        local = self._buffer("local", stop - base, np.int32)
+        np.take(remap, src.indices[base:stop], out=local)
+        keep = self._buffer("keep", stop - base, np.bool_)
+        np.greater_equal(local, 0, out=keep)
+        lengths = _per_row(keep, src.indptr[r0 : r1 + 1] - base)
+        long_enough = lengths >= k
+        cols = local[keep]
+        if not long_enough.all():
+            cols = cols[np.repeat(long_enough, lengths)]
+            lengths = lengths[long_enough]
+        return cols, lengths
+
+    def _buffer(self, name: str, n: int, dtype: type) -> np.ndarray:
+        """A reused scratch array of at least n elements (fresh pages fault in slowly)."""
+        buf = self._buffers.get(name)
+        if buf is None or len(buf) < n:
+            buf = np.empty(max(n, self._slice), dtype=dtype)
+            self._buffers[name] = buf
+        return buf[:n]
+
+    def _extend(
+        self,
+        ids: np.ndarray,
+        pos: np.ndarray,
+        cols: np.ndarray,
+        ends: np.ndarray,
+        width: int,
+        levels: list[_Lookup],
+        j: int,
+        k: int,
+    ) -> Iterator[np.ndarray]:
+        """Extend occurrences of frequent (j-1)-itemsets (id, last position) by one later item
+        of the same record; at j == k yield the candidate keys, else recurse on the frequent
+        ones. Each slice holds at most self._slice new occurrences."""
+        for parent, partner in _partners(pos, ends, self._slice):
+            keys = ids[parent] * width + cols[partner]
+            if j >= 3:  # the last two items must form a frequent pair too (Apriori)
+                pair = cols[pos[parent]].astype(np.int64) * width + cols[partner]
+                ok = levels[0].find(pair) >= 0
+                keys, partner = keys[ok], partner[ok]
+            if j == k:
+                yield keys
+                continue
+            at = levels[j - 2].find(keys)
+            ok = at >= 0
+            yield from self._extend(at[ok], partner[ok], cols, ends, width, levels, j + 1, k)
+
+    def _bar(self, desc: str) -> Any:
+        if not self._progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=self.n, desc=desc, unit="rec", file=sys.stderr, leave=False, delay=1.0)
+
+
+class _Lookup:
+    """The frequent keys of one level (ascending): key -> its rank, or -1. A dense table when
+    the key space is small, else binary search."""
+
+    def __init__(self, keys: np.ndarray, space: int, dense_limit: int) -> None:
+        self.keys = keys
+        self.table: np.ndarray | None = None
+        if space <= dense_limit:
+            self.table = np.full(space, -1, dtype=np.int64)
+            self.table[keys] = np.arange(len(keys))
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        if self.table is not None:
+            found: np.ndarray = self.table[keys]
+            return found
+        at = np.searchsorted(self.keys, keys)
+        at[at == len(self.keys)] = 0
+        return np.where(self.keys[at] == keys, at, -1)
+
+
+def _per_row(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """How many flags are set in each row, rows given by their bounds (length rows + 1)."""
+    cum = np.zeros(len(flags) + 1, dtype=np.int64)
+    np.cumsum(flags, out=cum[1:])
+    out: np.ndarray = cum[bounds[1:]] - cum[bounds[:-1]]
+    return out
+
+
+def _partners(
+    pos: np.ndarray, ends: np.ndarray, limit: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (occurrence index i, position q) with pos[i] < q < ends[pos[i]], in slices of at
+    most `limit` pairs; a single occurrence with more partners is split across slices."""
+    if len(pos) == 0:
+        return
+    after = ends[pos] - pos - 1
+    cum = np.cumsum(after)
+    total = int(cum[-1])
+    start = 0
+    while start < total:
+        stop = min(start + limit, total)
+        i0 = int(np.searchsorted(cum, start, side="right"))
+        i1 = int(np.searchsorted(cum, stop - 1, side="right")) + 1
+        cnt = after[i0:i1].copy()
+        skip = start - (int(cum[i0]) - int(after[i0]))
+        cnt[0] -= skip
+        cnt[-1] -= int(cum[i1 - 1]) - stop
+        parent = np.repeat(np.arange(i0, i1, dtype=np.int64), cnt)
+        offset = np.arange(stop - start, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        offset[: cnt[0]] += skip
+        yield parent, pos[parent] + 1 + offset
+        start = stop
+
+
+class _Accumulator:
+    """Exact int64 counts of candidate keys in [0, space): dense when small, else sorted runs."""
+
+    def __init__(self, space: int, scratch: int, room: int, size: int, s: int) -> None:
+        self.dense: np.ndarray | None = None
+        self._size = size
+        self._s = s
+        self._room = room
+        self._slice = max(16, scratch // BYTES_PER_KEY)
+        if space * 8 <= min(room // 2, scratch):
+            self.dense = np.zeros(space, dtype=np.int64)
+        self._space = space
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_len = 0
+
+    def add(self, keys: np.ndarray) -> None:
+        if len(keys) == 0:
+            return
+        if self.dense is not None:
+            if len(keys) * 8 >= self._space:
+                self.dense += np.bincount(keys, minlength=self._space)
+            else:
+                uniq, cnt = np.unique(keys, return_counts=True)
+                self.dense[uniq] += cnt
+            return
+        uniq, cnt = np.unique(keys, return_counts=True)
+        self._pending.append((uniq, cnt.astype(np.int64)))
+        self._pending_len += len(uniq)
+        if self._pending_len >= max(len(self._keys), self._slice):
+            self._merge()
+
+    def require(self, distinct: int) -> None:
+        """At least `distinct` different keys will be counted: stop now if they cannot fit."""
+        if self.dense is None and distinct * BYTES_PER_DISTINCT > self._room:
+            self._refuse()
+
+    def _refuse(self) -> None:
+        raise ResourceError(
+            f"exact counting of the {self._size}-itemsets needs more memory than "
+            f"--max-memory allows ({self._room // MiB} MiB left for counting); dpfim never "
+            "approximates: cap the record length with --max-record-items B (a private, "
+            "record-local truncation), or raise --max-memory"
+        )
+
+    def _merge(self) -> None:
+        if not self._pending:
+            return
+        keys = np.concatenate([self._keys, *(k for k, _ in self._pending)])
+        counts = np.concatenate([self._counts, *(c for _, c in self._pending)])
+        self._pending, self._pending_len = [], 0
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        self._keys = keys[first]
+        self._counts = np.add.reduceat(counts, first) if len(first) else counts[:0]
+        if len(self._keys) * BYTES_PER_DISTINCT > self._room:
+            self._refuse()
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys ascending, counts) of the keys counted at least s times."""
+        if self.dense is not None:
+            found = np.flatnonzero(self.dense >= self._s)
+            return found.astype(np.int64), self.dense[found]
+        self._merge()
+        hit = self._counts >= self._s
+        return self._keys[hit], self._counts[hit]

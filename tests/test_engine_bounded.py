@@ -1,0 +1,206 @@
+"""The local engine's bounded counting: exact in tiny slices, bounded scratch, a clear error.
+
+Exactness is checked against brute force (hypothesis, and the shared data sets), with the
+engine forced into its smallest slices and its sparse accumulator (scratch_bytes tiny), so that
+records, and one record's candidates, are split across slices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cli import run
+from test_engine_local import brute_force, known
+
+from dpfim.api import mine
+from dpfim.cli import main
+from dpfim.engines.local import SupportIndex, default_max_memory
+from dpfim.errors import ParameterError, ResourceError
+from dpfim.params import check_memory
+from dpfim.readers import Records, from_transactions, read_records
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+# Long records over a small alphabet: many candidates per record, ties, empty records.
+records_strategy = st.lists(st.lists(st.sampled_from("abcdefghij"), max_size=10), max_size=30)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    data=records_strategy,
+    r=st.integers(1, 5),
+    scratch=st.sampled_from([1, 200, 3000, None]),
+    depths=st.lists(st.integers(1, 80), max_size=3),
+)
+def test_tiny_slices_count_exactly(
+    data: list[list[str]], r: int, scratch: int | None, depths: list[int]
+) -> None:
+    records = from_transactions(data)
+    truth = brute_force(data, r)
+    index = SupportIndex(records, r, scratch_bytes=scratch)
+    for depth in [*depths, 10**9]:
+        index.ensure(depth)
+        assert known(index, records) == {k: v for k, v in truth.items() if v >= index.threshold}
+        assert (np.diff(index.counts) <= 0).all()
+    assert index.complete and len(index.counts) == len(truth)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=records_strategy, itemset=st.sets(st.sampled_from("abcdefghij"), max_size=4))
+def test_support_in_tiny_slices(data: list[list[str]], itemset: set[str]) -> None:
+    records = from_transactions(data, universe=list("abcdefghij"))
+    ids = sorted(records.items.index(x) for x in itemset)
+    want = sum(itemset <= set(t) for t in data)
+    assert SupportIndex(records, 2, scratch_bytes=1).support(ids) == want
+
+
+def _shared(name: str) -> Records:
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared benchmark data sets are not here)")
+    return read_records(path)
+
+
+def _brute(records: Records, r: int, s: int) -> dict[tuple[str, ...], int]:
+    """Every r-itemset with support >= s, by Apriori in plain Python (independent of numpy)."""
+    rows = [
+        records.indices[records.indptr[k] : records.indptr[k + 1]].tolist()
+        for k in range(records.n)
+    ]
+    item_support = Counter(i for row in rows for i in row)
+    frequent = {i for i, c in item_support.items() if c >= s}
+    counts: Counter[tuple[int, ...]] = Counter()
+    for row in rows:
+        kept = [i for i in row if i in frequent]
+        counts.update(itertools.combinations(kept, r))
+    return {tuple(sorted(records.items[i] for i in key)): c for key, c in counts.items() if c >= s}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "r", "depth"),
+    [
+        ("retail.dat", 1, 200),
+        ("retail.dat", 2, 300),
+        ("retail.dat", 3, 100),
+        ("T10I4D100K.dat", 2, 500),
+        ("T10I4D100K.dat", 3, 100),
+        ("BMS-WebView-2.dat", 3, 100),
+        ("groceries.csv", 3, 10**9),
+    ],
+)
+def test_shared_data_against_brute_force(name: str, r: int, depth: int) -> None:
+    records = _shared(name)
+    fast = SupportIndex(records, r)
+    small = SupportIndex(records, r, scratch_bytes=1 << 16)
+    for d in (1, depth // 4, depth):
+        fast.ensure(d)
+        small.ensure(d)
+        assert fast.threshold == small.threshold
+        assert np.array_equal(fast.counts, small.counts)
+        assert np.array_equal(fast.itemsets, small.itemsets)
+        assert known(fast, records) == _brute(records, r, fast.threshold)
+
+
+def _huge(n_items: int = 1_000_000, copies: int = 300) -> Records:
+    """One record with n_items distinct items, and `copies` records {a, b}: the top pair."""
+    big = Records(
+        ["a", "b", *(f"x{i}" for i in range(n_items))],
+        np.array([0, n_items + 2], dtype=np.int64),
+        np.arange(n_items + 2, dtype=np.int32),
+    )
+    pairs = np.tile(np.array([0, 1], dtype=np.int32), copies)
+    indptr = np.concatenate((big.indptr, n_items + 2 + 2 * np.arange(1, copies + 1)))
+    return Records(big.items, indptr.astype(np.int64), np.concatenate((big.indices, pairs)))
+
+
+def test_a_record_of_a_million_items() -> None:
+    records = _huge()
+    singles = SupportIndex(records, 1, max_memory=64 << 20)
+    singles.ensure(3)
+    assert singles.counts[:3].tolist() == [301, 301, 1]
+    pairs = SupportIndex(records, 2, max_memory=64 << 20)
+    pairs.ensure(1)  # pruned by item supports: only a and b are frequent
+    assert pairs.counts.tolist() == [301]
+    with pytest.raises(ResourceError, match="--max-record-items"):
+        pairs.ensure(2)  # every pair of the big record has support 1: 5e11 distinct keys
+
+
+def test_scratch_stays_bounded_on_long_records() -> None:
+    """40 records of 250 items: 1.2 M pair occurrences (10 MB as int64 keys at once), counted
+    in slices of a 256 KiB scratch; tracemalloc sees numpy's allocations."""
+    rng = np.random.default_rng(5)
+    rows = [np.sort(rng.choice(280, 250, replace=False)).astype(np.int32) for _ in range(40)]
+    records = Records(
+        [str(i) for i in range(280)],
+        np.arange(0, 250 * 41, 250, dtype=np.int64),
+        np.concatenate(rows),
+    )
+    index = SupportIndex(records, 2, scratch_bytes=1 << 18)
+    tracemalloc.start()
+    try:
+        index.ensure(10**9)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    want: Counter[tuple[int, ...]] = Counter()
+    for row in rows:
+        want.update(itertools.combinations(row.tolist(), 2))
+    got = dict(zip(map(tuple, index.itemsets.tolist()), index.counts.tolist(), strict=True))
+    assert index.complete and got == want
+    # the result (~39k itemsets, ~1.5 MB with its sort) plus a few scratch slices, not 10 MB
+    assert peak < 6 << 20  # the default 256 MiB scratch peaks at ~51 MB here
+
+
+def test_the_error_and_exit_code_through_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "huge.dat"
+    big = " ".join(str(i) for i in range(3, 200_003))
+    path.write_text(big + "\n" + "1 2\n" * 1000)
+    args = ["mine", str(path), "--eps", "1", "--delta", "1e-6", "--max-memory", "64M"]
+    code, out, err = run(args)
+    assert code == 6 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--max-record-items" in err and "never approximates" in err
+    code, out, err = run([*args, "--max-record-items", "100"])
+    assert code == 0
+    assert json.loads(out)["itemset"] == ["1", "2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("2G", 2 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29), ("64mb", 64 << 20)],
+)
+def test_memory_sizes(text: str, want: int) -> None:
+    assert check_memory(text) == want
+
+
+@pytest.mark.parametrize("text", ["", "lots", "1k", "-2G", "nanG", "0"])
+def test_bad_memory_sizes(text: str) -> None:
+    with pytest.raises(ParameterError, match="--max-memory"):
+        check_memory(text)
+
+
+def test_bad_max_memory_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "b.csv"
+    path.write_text("a,b\n")
+    code, _, err = run(["mine", str(path), "--eps", "1", "--delta", "1e-6", "--max-memory", "x"])
+    assert code == 2 and "--max-memory" in err
+
+
+def test_default_budget_is_a_safe_fraction() -> None:
+    assert 16 << 20 <= default_max_memory() <= 8 << 30
+
+
+def test_api_takes_max_memory() -> None:
+    data = [["a", "b"]] * 900 + [["a", "c"]] * 100
+    result = mine(data, eps="1", delta="1e-6", rng=3, max_memory="256M")
+    assert result["itemset"] == ["a", "b"]
+    assert main is not None
