@@ -70,11 +70,13 @@ class _Grouper:
             for u in self._uniques
         ]
         encoded = pa.concat_arrays(arrays).dictionary_encode()
+        del arrays
         numbers = encoded.indices.to_numpy().astype(np.int64)
-        bounds = np.cumsum([0] + [len(u) for u in arrays])
-        return [numbers[bounds[k] : bounds[k + 1]] for k in range(len(arrays))], len(
-            encoded.dictionary
-        )
+        bounds = np.cumsum([0] + [len(u) for u in self._uniques])
+        n = len(encoded.dictionary)
+        del encoded
+        pa.default_memory_pool().release_unused()
+        return [numbers[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)], n
 
     def build(self) -> Records:
         luts, n = self._record_numbers()
@@ -108,10 +110,12 @@ class _Grouper:
         records = np.empty(rows, dtype=np.int32 if n < 2**31 else np.int64)
         items = np.empty(rows, dtype=np.int32)
         at = 0
-        for lut, codes, chunk_items in zip(luts, self._codes, self._items, strict=True):
+        for k, lut in enumerate(luts):  # chunk by chunk, freeing each as it is copied
+            codes, chunk_items = self._codes[k], self._items[k]
             records[at : at + len(codes)] = lut[codes]
             items[at : at + len(codes)] = chunk_items
             at += len(codes)
+            self._codes[k] = self._items[k] = luts[k] = _EMPTY
         self._codes, self._items = [], []
         indices, lengths = _compiled.group(records, items, n)
         del records, items
@@ -179,6 +183,7 @@ _SPACES = (  # exactly the characters str.isspace() is true for (tests check), s
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 ARROW_FROM = 1 << 20  # chunk bytes from which pyarrow's parser pays for its import
+_EMPTY = np.zeros(0, dtype=np.int32)
 COMPILED_FROM = 1 << 21  # rows from which the compiled grouping pays for numba's import
 BOM = b"\xef\xbb\xbf"
 
