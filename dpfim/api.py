@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpfim.engines.local import SupportIndex
-from dpfim.errors import ParameterError
+from dpfim.errors import ParameterError, memory_phase
 from dpfim.ledger import margin_ledger
 from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import Outcome, RankedCounts
@@ -217,10 +217,14 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    precheck: Callable[[Options], None] | None = None,
     max_memory: int | str | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
+    precheck: called with the validated options before the input is touched; the persistent
+    ledger checks there, read-only, that the budget allows the spend (which depends on public
+    parameters only), so an exhausted budget stops the run before any data is read.
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     max_memory: as in mine().
@@ -246,22 +250,25 @@ def mine_file(
     long_cols = record_col is not None or item_col is not None
     check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
+    if precheck is not None:
+        precheck(opts)
     universe = read_universe(universe_items) if universe_items is not None else None
     source_rng, _ = resolve(seed)
     t0 = time.perf_counter()
-    records = read_records(
-        source,
-        fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
-        sep=sep,
-        record_col=record_col,
-        item_col=item_col,
-        compression=compression,
-        max_record_items=max_record_items,
-        universe=universe,
-        rng=source_rng,
-        progress=progress,
-        warn=diag.warnings.append,
-    )
+    with memory_phase("reading"):
+        records = read_records(
+            source,
+            fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
+            sep=sep,
+            record_col=record_col,
+            item_col=item_col,
+            compression=compression,
+            max_record_items=max_record_items,
+            universe=universe,
+            rng=source_rng,
+            progress=progress,
+            warn=diag.warnings.append,
+        )
     diag.timings["read"] = time.perf_counter() - t0
     if reserve is not None:
         reserve(opts)
@@ -304,10 +311,11 @@ def _mine(
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
-    index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
-    out, params_extra, ledger = run_mechanism(
-        index, opts, source, universe_size, max_record_items=max_record_items
-    )
+    with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
+        index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
+        out, params_extra, ledger = run_mechanism(
+            index, opts, source, universe_size, max_record_items=max_record_items
+        )
     itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
     diag.timings["count"] = index.seconds
     diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds

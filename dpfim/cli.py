@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import click
@@ -16,14 +20,42 @@ import click
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
-from dpfim.errors import DpfimError, ParameterError
+from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms import lmm_tight
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
-from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps
+from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
 from dpfim.readers import COMPRESSIONS, FORMATS
-from dpfim.result import check_output_path, write, write_text
+from dpfim.result import (
+    check_not_overwriting,
+    check_output_path,
+    write,
+    write_bytes,
+    write_text,
+)
 
 CURATOR = "curator-only, not private"
+SEED_WARNING = (
+    f"warning ({CURATOR}): --seed makes this run reproducible and NOT private; "
+    "never publish its result"
+)
+LIBRARY_OPTIONS = (
+    "fmt",
+    "sep",
+    "compression",
+    "record_col",
+    "item_col",
+    "max_record_items",
+    "universe_items",
+    "size",
+    "eps",
+    "delta",
+    "mechanism",
+    "neighbours",
+    "ell_max",
+    "candidates",
+    "seed",
+    "max_memory",
+)
 
 
 def _say(message: str) -> None:
@@ -58,7 +90,7 @@ def cli() -> None:
 @click.option(
     "--sep",
     default=None,
-    help="Item separator for basket and long CSV files; tab as 'tab' or '\\t' "
+    help="Item separator for basket and long CSV files: one character; tab as 'tab' or '\\t' "
     "[default: , (tab for .tsv)].",
 )
 @click.option(
@@ -118,12 +150,19 @@ def cli() -> None:
     help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most 8G]. "
     "Exact counting that cannot fit stops with exit 6.",
 )
-@click.option("--seed", type=int, default=None, help="Reproducible, NOT private run (for tests).")
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Reproducible, NOT private run (for tests); always warns on stderr.",
+)
 @click.option(
     "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
 )
 @click.option(
-    "--dataset", default=None, help="Data set name in the ledger [default: INPUT as given]."
+    "--dataset",
+    default=None,
+    help="Data set name in the ledger [default: INPUT as given; required for stdin].",
 )
 @click.option(
     "--budget-eps", default=None, help="Total epsilon budget of the data set (first run)."
@@ -131,11 +170,20 @@ def cli() -> None:
 @click.option(
     "--budget-delta", default=None, help="Total delta budget of the data set (first run)."
 )
-@click.option("--raise-budget", is_flag=True, help="Change a data set's stored budget (recorded).")
+@click.option(
+    "--raise-budget",
+    is_flag=True,
+    help="Change a data set's stored budget to --budget-eps/--budget-delta (recorded).",
+)
 @click.option("--note", default=None, help="A note stored with the ledger entry.")
 @click.option(
-    "-o", "--output", default=None, help="Write the result here (atomically) instead of stdout."
+    "-o",
+    "--output",
+    default=None,
+    help="Write the result here instead of stdout: a regular file is replaced atomically "
+    "(mode kept, or 0666 minus umask); a device, FIFO or /dev/fd/N is written in place.",
 )
+@click.option("--compact", is_flag=True, help="One-line JSON (for pipelines and log files).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
@@ -145,7 +193,8 @@ def mine(input_path: str, **opt: Any) -> None:
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
-    4 budget exhausted, 5 ledger not writable, 6 exact counting does not fit --max-memory.
+    4 budget exhausted, 5 ledger not writable, 6 out of memory (exact counting does not fit
+    --max-memory), 7 result not writable, 130 interrupted.
 
     \b
     Examples:
@@ -155,90 +204,80 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6
     """
     check_output_path(opt["output"])
-    reserve = _ledger_hook(
-        opt["ledger"],
-        opt["dataset"] or input_path,
-        opt["budget_eps"],
-        opt["budget_delta"],
-        opt["raise_budget"],
-        opt["note"],
-        opt["seed"],
-        opt["mechanism"],
+    ledger_hooks = _ledger_hooks(input_path, opt)
+    check_not_overwriting(
+        opt["output"],
+        "-o",
+        {
+            "INPUT": input_path,
+            "--ledger": opt["ledger"],
+            "--ledger's head file": ledger_mod.head_path(opt["ledger"]) if opt["ledger"] else None,
+            "--universe-items": opt["universe_items"],
+        },
     )
-    library_options = (
-        "fmt",
-        "sep",
-        "compression",
-        "record_col",
-        "item_col",
-        "max_record_items",
-        "universe_items",
-        "size",
-        "eps",
-        "delta",
-        "mechanism",
-        "neighbours",
-        "ell_max",
-        "candidates",
-        "seed",
-        "max_memory",
-    )
+    if opt["seed"] is not None:
+        _say(SEED_WARNING)
     diag = Diagnostics()
-    result = mine_file(
-        input_path,
-        **{k: opt[k] for k in library_options},
-        progress=not opt["quiet"] and sys.stderr.isatty(),
-        diagnostics=diag,
-        reserve=reserve,
-    )
-    for warning in diag.warnings:
-        _say(f"warning ({CURATOR}): {warning}")
-    if opt["verbose"]:
-        _report(diag)
-    write(result, opt["output"])
+    try:
+        result = mine_file(
+            input_path,
+            **{k: opt[k] for k in LIBRARY_OPTIONS},
+            progress=not opt["quiet"] and sys.stderr.isatty(),
+            diagnostics=diag,
+            precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+            reserve=_reserve(ledger_hooks) if ledger_hooks else None,
+        )
+        for warning in diag.warnings:
+            _say(f"warning ({CURATOR}): {warning}")
+        if opt["verbose"]:
+            _report(diag)
+        write(result, opt["output"], compact=opt["compact"])
+    except DpfimError as exc:
+        raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
     if result["itemset"] is None and not opt["quiet"]:
         _say(_none_hint(opt["eps"], opt["delta"], opt["size"], opt["mechanism"]))
 
 
-def _ledger_hook(
-    path: str | None,
-    dataset: str,
-    budget_eps: str | None,
-    budget_delta: str | None,
-    raise_budget: bool,
-    note: str | None,
-    seed: int | None,
-    mechanism: str,
-) -> Callable[[Options], None] | None:
-    """The reservation the library calls before the mechanism runs, or None without --ledger."""
-    if path is None:
-        if budget_eps or budget_delta or raise_budget or note:
+def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
+    """Validate the ledger options (usage errors, before any work); None without --ledger."""
+    if opt["raise_budget"] and (opt["budget_eps"] is None or opt["budget_delta"] is None):
+        raise ParameterError("--raise-budget needs the new --budget-eps and --budget-delta")
+    if opt["dataset"] is not None and not opt["dataset"].strip():
+        raise ParameterError("--dataset must not be empty")
+    if opt["ledger"] is None:
+        if opt["budget_eps"] or opt["budget_delta"] or opt["raise_budget"] or opt["note"]:
             raise ParameterError(
                 "--budget-eps, --budget-delta, --raise-budget and --note need --ledger"
             )
         return None
-    if seed is not None:
+    if opt["seed"] is not None:
         raise ParameterError("--seed runs are not private and cannot be spent from a --ledger")
-    if (budget_eps is None) != (budget_delta is None):
-        raise ParameterError("give --budget-eps and --budget-delta together")
-    b_eps = None if budget_eps is None else check_eps(budget_eps)
-    b_delta = None if budget_delta is None else check_delta(budget_delta)
-
-    def reserve(opts: Options) -> None:
-        ledger_mod.reserve(
-            ledger_mod.Spend(
-                path=path,
-                dataset=dataset,
-                eps=opts.eps,
-                delta=opts.spent_delta,
-                mechanism=mechanism,
-                command=["dpfim", *sys.argv[1:]],
-                budget_eps=b_eps,
-                budget_delta=b_delta,
-                raise_budget=raise_budget,
-                note=note,
-            )
+    if input_path == "-" and opt["dataset"] is None:
+        raise ParameterError(
+            "reading stdin with --ledger needs --dataset NAME (spends add up per data set name)"
         )
+    if (opt["budget_eps"] is None) != (opt["budget_delta"] is None):
+        raise ParameterError("give --budget-eps and --budget-delta together")
+    b_eps, b_delta = opt["budget_eps"], opt["budget_delta"]
+    return ledger_mod.LedgerRun(
+        path=opt["ledger"],
+        dataset=opt["dataset"] or input_path,
+        mechanism=opt["mechanism"],
+        command=["dpfim", *sys.argv[1:]],
+        budget_eps=None if b_eps is None else check_eps(b_eps),
+        budget_delta=None if b_delta is None else check_delta(b_delta),
+        raise_budget=opt["raise_budget"],
+        note=opt["note"],
+    )
+
+
+def _precheck(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
+    return lambda opts: run.check(opts.eps, opts.spent_delta)
+
+
+def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
+    def reserve(opts: Options) -> None:
+        run.reserve(opts.eps, opts.spent_delta)
         pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md
         if pause:
             time.sleep(float(pause))
@@ -320,6 +359,10 @@ def evaluate(input_path: str, **opt: Any) -> None:
 
     check_output_path(opt["csv_path"], "--csv")
     check_output_path(opt["plot_path"], "--plot")
+    if opt["plot_path"] is not None and not opt["plot_path"].lower().endswith(".png"):
+        raise ParameterError(f"--plot {opt['plot_path']}: dpfim writes PNG; name it *.png")
+    for flag in ("csv_path", "plot_path"):
+        check_not_overwriting(opt[flag], f"--{flag[:-5]}", {"DATA": input_path})
     if opt["plot_path"] is not None:
         try:
             import matplotlib  # noqa: F401
@@ -382,20 +425,17 @@ def evaluate(input_path: str, **opt: Any) -> None:
 
 
 def _save_plot(table: Any, path: str, title: str) -> None:
-    """Render to a temp file in the target directory, then rename: never a partial PNG."""
+    """Render in a private temp directory, then write through the one output writer."""
     import tempfile
+    from pathlib import Path
 
     from dpfim import evaluate as ev
 
-    target = os.path.abspath(path)
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=os.path.dirname(target))
-    os.close(fd)
-    try:
-        ev.plot(table, tmp, title)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with tempfile.TemporaryDirectory(prefix="dpfim-plot-") as tmp:
+        png = os.path.join(tmp, "plot.png")
+        ev.plot(table, png, title)
+        data = Path(png).read_bytes()
+    write_bytes(data, path, flag="--plot")
 
 
 @cli.group()
@@ -405,15 +445,49 @@ def ledger() -> None:
 
 @ledger.command("verify")
 @click.argument("path")
-def ledger_verify(path: str) -> None:
-    """Check the hash chain of PATH; report the first broken or truncated line (exit 3).
+@click.option(
+    "--expect-head",
+    default=None,
+    metavar="SHA256",
+    help="A head printed earlier by `dpfim ledger head`: it must still be in the chain.",
+)
+def ledger_verify(path: str, expect_head: str | None) -> None:
+    """Check the hash chain of PATH and its head file; report what is broken (exit 3).
 
     \b
     Example:
       dpfim ledger verify /var/lib/dpfim/ledger.jsonl
     """
-    lines = ledger_mod.verify(path)
-    click.echo(f"{path}: ok, {lines} entries, hash chain intact")
+    lines = ledger_mod.verify(path, expect_head)
+    head = ledger_mod.head(path)
+    write_text(
+        f"{path}: ok, {_plural(lines, 'entry', 'entries')}, hash chain intact, "
+        f"head {head.text()}\n",
+        None,
+    )
+
+
+@ledger.command("head")
+@click.argument("path")
+@click.option(
+    "--init",
+    is_flag=True,
+    help="Write the head file of a ledger from before head files existed (refused if one exists).",
+)
+def ledger_head(path: str, init: bool) -> None:
+    """Print the verified chain head of PATH (seq and SHA-256 of the last line).
+
+    Log it somewhere the ledger's writers cannot change; `ledger verify --expect-head`
+    later proves that no spend recorded up to then was removed or rewritten.
+
+    \b
+    Example:
+      dpfim ledger head ledger.jsonl | logger -t dpfim-ledger
+    """
+    if init and not os.path.exists(path):
+        raise ParameterError(f"{path}: no such ledger file")
+    head = ledger_mod.init_head(path) if init else ledger_mod.head(path)
+    write_text(head.text() + "\n", None)
 
 
 @ledger.command("show")
@@ -421,7 +495,7 @@ def ledger_verify(path: str) -> None:
 @click.option("--dataset", default=None, help="Only this data set.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
-    """Runs, spent and remaining budget per data set in PATH.
+    """Runs, spent and remaining budget per data set in PATH (amounts as exact decimals).
 
     \b
     Example:
@@ -429,26 +503,43 @@ def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
     """
     states = ledger_mod.load(path)
     if dataset is not None:
-        states = {k: v for k, v in states.items() if k == dataset}
-    rows: dict[str, dict[str, Any]] = {
-        name: {
-            "runs": st.runs,
-            "budget": {"eps": str(st.budget_eps), "delta": str(st.budget_delta)},
-            "spent": {"eps": str(st.spent_eps), "delta": str(st.spent_delta)},
-            "remaining": {"eps": str(st.remaining_eps), "delta": str(st.remaining_delta)},
-        }
-        for name, st in states.items()
-    }
+        if dataset not in states:
+            known = ", ".join(repr(k) for k in states) or "none"
+            raise ParameterError(f"{path}: no data set {dataset!r} (known: {known})")
+        states = {dataset: states[dataset]}
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        rows = {name: _state_json(st) for name, st in states.items()}
+        write_text(json.dumps(rows, indent=2) + "\n", None)
         return
-    for name, row in rows.items():
-        click.echo(
-            f"{name}: {row['runs']} runs; spent eps={row['spent']['eps']} "
-            f"delta={row['spent']['delta']} of eps={row['budget']['eps']} "
-            f"delta={row['budget']['delta']}; remaining eps={row['remaining']['eps']} "
-            f"delta={row['remaining']['delta']}"
-        )
+    write_text("".join(_state_line(name, st) + "\n" for name, st in states.items()), None)
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _state_json(st: ledger_mod.DatasetState) -> dict[str, Any]:
+    def pair(eps: Fraction | None, delta: Fraction | None) -> dict[str, str]:
+        return {"eps": format_amount(eps, plain=True), "delta": format_amount(delta, plain=True)}
+
+    return {
+        "runs": st.runs,
+        "budget": pair(st.budget_eps, st.budget_delta),
+        "spent": pair(st.spent_eps, st.spent_delta),
+        "remaining": pair(st.remaining_eps, st.remaining_delta),
+    }
+
+
+def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
+    f = format_amount
+    line = (
+        f"{name}: {_plural(st.runs, 'run', 'runs')}; spent eps={f(st.spent_eps)} "
+        f"delta={f(st.spent_delta)} of eps={f(st.budget_eps)} delta={f(st.budget_delta)}; "
+        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)}"
+    )
+    if st.over_budget:
+        line += " (more was spent than the current budget: nothing remains)"
+    return line
 
 
 def _report(diag: Diagnostics) -> None:
@@ -475,24 +566,47 @@ def main(argv: list[str] | None = None) -> Any:
     """Entry point: one-line errors with documented exit codes, tracebacks only with --debug."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    _reserve_standard_fds()
+    previous = _catch_sigint()
     try:
-        cli.main(args=args, prog_name="dpfim", standalone_mode=False)
+        code = cli.main(args=args, prog_name="dpfim", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else "Usage: dpfim --help", err=True)
+        sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
-        _say("aborted")
+    except click.Abort:  # EOF at a prompt, or an interrupt click saw first
+        _say("interrupted")
         sys.exit(130)
+    except click.UsageError as exc:
+        hint = f" (try '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        _say(f"error: {exc.format_message()}{hint}")
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         _say(f"error: {exc.format_message()}")
+        sys.exit(exc.exit_code)
+    except Interrupted as exc:
+        _say(str(exc))
         sys.exit(exc.exit_code)
     except DpfimError as exc:
         if debug:
             traceback.print_exc()
+        if isinstance(exc, OutputError):
+            _discard_stdout()
         _say(f"error: {exc}")
         sys.exit(exc.exit_code)
     except MemoryError:
-        _say("error: out of memory while counting exactly; dpfim never approximates (exit 1)")
-        sys.exit(1)
+        _say("error: out of memory (dpfim never approximates); see --max-record-items")
+        sys.exit(6)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EDQUOT):
+            if debug:
+                traceback.print_exc()
+            _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
+            sys.exit(1)
+        _discard_stdout()  # click's own output (--help, --version) could not be written
+        _say(f"error: cannot write the output ({exc.strerror})")
+        sys.exit(OutputError.exit_code)
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)
@@ -501,4 +615,52 @@ def main(argv: list[str] | None = None) -> Any:
             traceback.print_exc()
         _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
         sys.exit(1)
-    sys.exit(0)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _reserve_standard_fds() -> None:
+    """Put /dev/null on a closed fd 0, 1 or 2, so that no file opened later takes its number
+    (a ledger opened as fd 1 must never receive the result). sys.stdout stays None when
+    stdout was closed, and writing the result then fails as an output error (exit 7)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
+def _catch_sigint() -> Any:
+    """Ctrl-C raises Interrupted (not KeyboardInterrupt, which click turns into a blank line
+    and "Aborted!"). Returns the previous handler, or None when it was left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None  # ignored (a background job) or handled by an embedding program
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted("interrupted")
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _discard_stdout() -> None:
+    """After a failed write to stdout (full disk, closed pipe) drop what is still buffered, so
+    that the interpreter's final flush does not fail again and change the exit code."""
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass

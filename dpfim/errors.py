@@ -1,14 +1,21 @@
 """One exception tree for dpfim; the CLI turns each into one line on stderr and its exit code.
 
 Exit codes (documented in docs/cli.md):
+  1  internal error (a bug)
   2  usage error: a bad option value, an option conflict, an unreadable path
   3  data error: input that does not parse, a damaged ledger
   4  budget exhausted: the persistent ledger refuses the run
   5  the persistent ledger cannot be written (ledger.LedgerWriteError)
-  6  exact counting does not fit in --max-memory (ResourceError); dpfim never approximates
+  6  out of memory (ResourceError): exact counting does not fit in --max-memory, or memory ran
+     out; the message names the phase and what to do. dpfim never approximates
+  7  the result cannot be written (OutputError): closed stdout, full disk, -o write failure
+  130 interrupted (Ctrl-C, SIGINT)
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 
 class DpfimError(Exception):
@@ -42,7 +49,45 @@ class LedgerError(DpfimError):
 
 
 class ResourceError(DpfimError):
-    """Exact counting does not fit in the memory budget (--max-memory); the message says what
-    to do. dpfim stops rather than approximate."""
+    """Exact counting does not fit in the memory budget (--max-memory), or memory ran out; the
+    message names the phase and says what to do. dpfim stops rather than approximate."""
 
     exit_code = 6
+
+
+class OutputError(DpfimError):
+    """The result could not be written (stdout closed, disk full, -o not writable)."""
+
+    exit_code = 7
+
+
+class Interrupted(DpfimError):
+    """The run was interrupted (SIGINT / Ctrl-C)."""
+
+    exit_code = 130
+
+
+# Each phase's name in messages and what to do; public text (it names options only).
+_PHASES = {
+    "reading": (
+        "reading the input",
+        "dpfim holds every record in memory: use a machine with more memory",
+    ),
+    "counting": (
+        "counting exactly",
+        "a record with many items has C(items, r) r-subsets: pass --max-record-items B to keep "
+        "a uniformly random B items of longer records (keeps the guarantee)",
+    ),
+}
+
+
+@contextlib.contextmanager
+def memory_phase(phase: str) -> Iterator[None]:
+    """Turn a MemoryError inside the block into a ResourceError naming the phase and the fix."""
+    try:
+        yield
+    except MemoryError:
+        what, advice = _PHASES[phase]
+        raise ResourceError(
+            f"out of memory while {what} (dpfim never approximates): {advice}"
+        ) from None

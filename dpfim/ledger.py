@@ -13,9 +13,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpfim.errors import BudgetError, LedgerError, ParameterError
+from dpfim.errors import (
+    BudgetError,
+    DpfimError,
+    Interrupted,
+    LedgerError,
+    ParameterError,
+)
 from dpfim.mechanisms.thresholds import Split
-from dpfim.params import fraction_to_float
+from dpfim.params import format_amount, fraction_to_float
 
 
 def amount(x: Fraction) -> dict[str, Any]:
@@ -75,6 +81,7 @@ def margin_ledger(split: Split, neighbours: str, *, with_max: bool) -> dict[str,
 
 GENESIS = "0" * 64
 LEDGER_VERSION = 1
+HEAD_SUFFIX = ".head"
 
 
 class LedgerWriteError(LedgerError):
@@ -95,27 +102,60 @@ class DatasetState:
 
     @property
     def remaining_eps(self) -> Fraction | None:
-        return None if self.budget_eps is None else self.budget_eps - self.spent_eps
+        """Never negative: a budget below the spend (a hand-edited ledger) leaves 0."""
+        return (
+            None if self.budget_eps is None else max(Fraction(0), self.budget_eps - self.spent_eps)
+        )
 
     @property
     def remaining_delta(self) -> Fraction | None:
-        return None if self.budget_delta is None else self.budget_delta - self.spent_delta
+        if self.budget_delta is None:
+            return None
+        return max(Fraction(0), self.budget_delta - self.spent_delta)
+
+    @property
+    def over_budget(self) -> bool:
+        """More was spent than the stored budget allows (only possible in an edited ledger)."""
+        return (self.budget_eps is not None and self.spent_eps > self.budget_eps) or (
+            self.budget_delta is not None and self.spent_delta > self.budget_delta
+        )
+
+
+@dataclass(frozen=True)
+class Head:
+    """The chain head: the number of lines and the SHA-256 of the last one (GENESIS when empty)."""
+
+    seq: int
+    sha256: str
+
+    def text(self) -> str:
+        return f"seq={self.seq} sha256={self.sha256}"
 
 
 def _line_hash(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
 
+def head_path(path: str) -> str:
+    """Where the chain's anchor lives: beside the ledger (docs/ledger.md, "Tamper evidence")."""
+    return path + HEAD_SUFFIX
+
+
 def parse(content: bytes, name: str) -> list[dict[str, Any]]:
-    """Check the hash chain and every line; raise LedgerError naming the first bad line."""
+    """Check the hash chain and every line; raise LedgerError naming the first bad line.
+
+    Each entry gets "_hash" (the SHA-256 of its line), "_eps" and "_delta" (exact).
+    """
     entries: list[dict[str, Any]] = []
     if not content:
         return entries
     lines = content.split(b"\n")
-    if lines[-1] != b"":
-        raise LedgerError(f"{name}:{len(lines)}: truncated line (no final newline)")
     prev = GENESIS
-    for number, line in enumerate(lines[:-1], 1):
+    for number, line in enumerate(lines, 1):
+        if number == len(lines):
+            if line != b"":
+                raise LedgerError(f"{name}:{number}: truncated line (no final newline)")
+            break
         try:
             entry = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -138,9 +178,78 @@ def parse(content: bytes, name: str) -> list[dict[str, Any]]:
             entry["_delta"] = Fraction(entry["delta"])
         except (KeyError, ValueError, TypeError, ZeroDivisionError):
             raise LedgerError(f"{name}:{number}: bad eps/delta amount") from None
+        prev = entry["_hash"] = _line_hash(line)
         entries.append(entry)
-        prev = _line_hash(line)
     return entries
+
+
+def chain_head(entries: list[dict[str, Any]]) -> Head:
+    return Head(len(entries), entries[-1]["_hash"] if entries else GENESIS)
+
+
+def _read_head(path: str) -> Head | None:
+    """The stored anchor, or None when there is no head file."""
+    hpath = head_path(path)
+    try:
+        raw = Path(hpath).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LedgerError(f"{hpath}: cannot read the ledger head ({exc.strerror})") from None
+    try:
+        obj = json.loads(raw)
+        head = Head(int(obj["seq"]), str(obj["sha256"]))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise LedgerError(f"{hpath}: not a dpfim ledger head") from None
+    if head.seq < 0:
+        raise LedgerError(f"{hpath}: not a dpfim ledger head")
+    return head
+
+
+def check_head(path: str, entries: list[dict[str, Any]]) -> Head | None:
+    """Raise LedgerError when the head file shows that lines were removed or the tail rewritten.
+
+    The head may lag behind the ledger (a crash between the fsynced append and the head
+    update): the line it names must then still be in the chain. Returns the stored head.
+    """
+    head = _read_head(path)
+    hname = head_path(path)
+    if head is None:
+        if entries:
+            raise LedgerError(
+                f"{path}: its head file {hname} is missing, so a removed or rewritten last "
+                "line cannot be ruled out"
+            )
+        return None
+    if head.seq > len(entries):
+        raise LedgerError(
+            f"{path}: truncated: {hname} records {head.seq} lines, the ledger has {len(entries)}"
+        )
+    expected = entries[head.seq - 1]["_hash"] if head.seq else GENESIS
+    if head.sha256 != expected:
+        raise LedgerError(
+            f"{path}:{head.seq}: line {head.seq} was rewritten (its hash differs from {hname})"
+        )
+    return head
+
+
+def _write_head(path: str, head: Head, mode: int) -> None:
+    """Atomically replace the head file (temp file, fsync, rename, fsync the directory)."""
+    hpath = head_path(path)
+    tmp = f"{hpath}.{os.getpid()}.tmp"
+    data = json.dumps({"v": LEDGER_VERSION, "seq": head.seq, "sha256": head.sha256}).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, hpath)
+    dfd = os.open(os.path.dirname(os.path.abspath(hpath)), os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def state(entries: list[dict[str, Any]]) -> dict[str, DatasetState]:
@@ -157,22 +266,64 @@ def state(entries: list[dict[str, Any]]) -> dict[str, DatasetState]:
     return out
 
 
-def verify(path: str) -> int:
-    """Number of valid lines; LedgerError names the first broken or truncated one."""
+def _read(path: str) -> list[dict[str, Any]]:
+    """The verified entries of a ledger that must exist (a missing file is a usage error)."""
     try:
         content = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ParameterError(f"{path}: no such ledger file") from None
     except OSError as exc:
         raise LedgerError(f"{path}: cannot read the ledger ({exc.strerror})") from None
-    return len(parse(content, path))
+    entries = parse(content, path)
+    check_head(path, entries)
+    return entries
+
+
+def verify(path: str, expect_head: str | None = None) -> int:
+    """Number of valid lines; LedgerError names the first broken or truncated one.
+
+    expect_head: a SHA-256 printed earlier by `dpfim ledger head`; it must still be in the chain.
+    """
+    entries = _read(path)
+    if expect_head is not None:
+        wanted = expect_head.strip().lower()
+        if wanted not in {GENESIS, *(e["_hash"] for e in entries)}:
+            raise LedgerError(
+                f"{path}: the expected head {wanted} is not in the chain: the ledger was rolled "
+                "back or rewritten since that head was recorded"
+            )
+    return len(entries)
+
+
+def head(path: str) -> Head:
+    """The verified chain head of a ledger file."""
+    return chain_head(_read(path))
+
+
+def init_head(path: str) -> Head:
+    """Write the head file of a ledger that has none (one written before head files existed).
+
+    Refuses when a head file exists: a head that does not match is evidence, never overwritten.
+    Adopting a head proves nothing about the lines before it (docs/ledger.md, threat model).
+    """
+    with open(path, "rb") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        entries = parse(fh.read(), path)
+        if os.path.lexists(head_path(path)):
+            raise LedgerError(f"{path}: {head_path(path)} exists; it is never replaced by --init")
+        current = chain_head(entries)
+        try:
+            _write_head(path, current, os.fstat(fh.fileno()).st_mode & 0o777)
+        except OSError as exc:
+            raise LedgerWriteError(
+                f"{head_path(path)}: cannot write the ledger head ({exc.strerror})"
+            ) from None
+    return current
 
 
 def load(path: str) -> dict[str, DatasetState]:
     """The per-data-set state of a ledger file (verified first)."""
-    try:
-        content = Path(path).read_bytes()
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read the ledger ({exc.strerror})") from None
-    return state(parse(content, path))
+    return state(_read(path))
 
 
 @dataclass(frozen=True)
@@ -191,12 +342,95 @@ class Spend:
     note: str | None = None
 
 
+def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, list[Any]]:
+    """The lines a spend would append, after every check; the state before the spend.
+
+    Raises ParameterError (budget mismatch, a budget below the spend) or BudgetError.
+    """
+    st = state(entries).get(spend.dataset, DatasetState())
+    new_lines: list[tuple[str, Fraction, Fraction]] = []
+    b_eps, b_delta = spend.budget_eps, spend.budget_delta
+    if st.budget_eps is None:
+        if b_eps is None or b_delta is None:
+            raise ParameterError(
+                f"data set {spend.dataset!r} has no budget in {spend.path} yet: give "
+                "--budget-eps and --budget-delta on its first run"
+            )
+        new_lines.append(("budget", b_eps, b_delta))
+    elif (
+        b_eps is not None
+        and b_delta is not None
+        and (b_eps, b_delta)
+        != (
+            st.budget_eps,
+            st.budget_delta,
+        )
+    ):
+        if not spend.raise_budget:
+            raise ParameterError(
+                f"data set {spend.dataset!r} has budget eps={format_amount(st.budget_eps)}, "
+                f"delta={format_amount(st.budget_delta)} in {spend.path}; pass --raise-budget "
+                "to change it"
+            )
+        if b_eps < st.spent_eps or b_delta < st.spent_delta:
+            raise ParameterError(
+                f"data set {spend.dataset!r} has already spent eps={format_amount(st.spent_eps)}, "
+                f"delta={format_amount(st.spent_delta)}: a budget cannot be lowered below that"
+            )
+        new_lines.append(("raise-budget", b_eps, b_delta))
+    if new_lines:
+        st.budget_eps, st.budget_delta = new_lines[-1][1], new_lines[-1][2]
+    assert st.budget_eps is not None and st.budget_delta is not None
+    if st.spent_eps + spend.eps > st.budget_eps or st.spent_delta + spend.delta > st.budget_delta:
+        raise BudgetError(
+            f"budget exhausted for data set {spend.dataset!r}: requested "
+            f"eps={format_amount(spend.eps)}, delta={format_amount(spend.delta)}; spent "
+            f"eps={format_amount(st.spent_eps)}, delta={format_amount(st.spent_delta)}; "
+            f"remaining eps={format_amount(st.remaining_eps)}, "
+            f"delta={format_amount(st.remaining_delta)}"
+        )
+    new_lines.append(("spend", spend.eps, spend.delta))
+    return st, new_lines
+
+
+def check(spend: Spend) -> None:
+    """Read-only pre-check before any data is read: would reserve(spend) be refused?
+
+    Under a shared lock; writes nothing. The budget can still run out between this check and
+    the reservation (another process may spend in between): reserve() checks again.
+    """
+    if os.path.lexists(spend.path) and not os.path.isfile(spend.path):
+        raise LedgerWriteError(f"{spend.path}: cannot open the ledger (not a regular file)")
+    try:
+        fd = os.open(spend.path, os.O_RDONLY)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(spend.path))
+        if not os.access(parent, os.W_OK):
+            raise LedgerWriteError(
+                f"{spend.path}: cannot open the ledger (directory {parent} is not writable)"
+            ) from None
+        if _read_head(spend.path) is not None:
+            check_head(spend.path, [])
+        _plan(spend, [])
+        return
+    except OSError as exc:
+        raise LedgerWriteError(f"{spend.path}: cannot open the ledger ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+        entries = parse(fh.read(), spend.path)
+        check_head(spend.path, entries)
+        _plan(spend, entries)
+    if not os.access(spend.path, os.W_OK):
+        raise LedgerWriteError(f"{spend.path}: cannot open the ledger (not writable)")
+
+
 def reserve(spend: Spend) -> DatasetState:
     """Under an exclusive lock: verify the ledger, check the budget, append and fsync the spend.
 
     Called before anything is released. Raises BudgetError (exit 4) when basic composition
     would exceed the budget, ParameterError for budget mismatches, LedgerError for a damaged
     ledger, LedgerWriteError when it cannot be written. Returns the state after the spend.
+    The head file is then replaced atomically under the same lock.
     """
     try:
         fd = os.open(spend.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
@@ -207,37 +441,18 @@ def reserve(spend: Spend) -> DatasetState:
         fh.seek(0)
         content = fh.read()
         entries = parse(content, spend.path)
-        st = state(entries).get(spend.dataset, DatasetState())
-        new_lines = []
-        given = spend.budget_eps is not None
-        if st.budget_eps is None:
-            if not given:
-                raise ParameterError(
-                    f"data set {spend.dataset!r} has no budget in {spend.path} yet: give "
-                    "--budget-eps and --budget-delta on its first run"
-                )
-            new_lines.append(("budget", spend.budget_eps, spend.budget_delta))
-        elif given and (spend.budget_eps, spend.budget_delta) != (st.budget_eps, st.budget_delta):
-            if not spend.raise_budget:
-                raise ParameterError(
-                    f"data set {spend.dataset!r} has budget eps={st.budget_eps}, "
-                    f"delta={st.budget_delta} in {spend.path}; pass --raise-budget to change it"
-                )
-            new_lines.append(("raise-budget", spend.budget_eps, spend.budget_delta))
-        if new_lines:
-            st.budget_eps, st.budget_delta = new_lines[-1][1], new_lines[-1][2]
-        assert st.budget_eps is not None and st.budget_delta is not None
-        if (
-            st.spent_eps + spend.eps > st.budget_eps
-            or st.spent_delta + spend.delta > st.budget_delta
-        ):
-            raise BudgetError(
-                f"budget exhausted for data set {spend.dataset!r}: requested eps={spend.eps}, "
-                f"delta={spend.delta}; spent eps={st.spent_eps}, delta={st.spent_delta}; "
-                f"remaining eps={st.remaining_eps}, delta={st.remaining_delta}"
-            )
-        new_lines.append(("spend", spend.eps, spend.delta))
-        prev = _line_hash(content.split(b"\n")[-2]) if content else GENESIS
+        stored_head = check_head(spend.path, entries)
+        st, new_lines = _plan(spend, entries)
+        mode = os.fstat(fh.fileno()).st_mode & 0o777
+        if stored_head is None:  # a new ledger: its head exists before its first line does
+            try:
+                _write_head(spend.path, Head(0, GENESIS), mode)
+            except OSError as exc:
+                raise LedgerWriteError(
+                    f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); "
+                    "nothing was released"
+                ) from None
+        prev = chain_head(entries).sha256
         seq = len(entries)
         out = b""
         for kind, eps, delta in new_lines:
@@ -271,10 +486,78 @@ def reserve(spend: Spend) -> DatasetState:
             raise LedgerWriteError(
                 f"{spend.path}: cannot write the ledger ({exc.strerror}); nothing was released"
             ) from None
+        try:
+            _write_head(spend.path, Head(seq, prev), mode)
+        except OSError as exc:
+            raise LedgerWriteError(
+                f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); the "
+                "spend is recorded, nothing was released"
+            ) from None
         st.spent_eps += spend.eps
         st.spent_delta += spend.delta
         st.runs += 1
         return st
+
+
+@dataclass
+class LedgerRun:
+    """One `dpfim mine` run against a ledger: the read-only pre-check before the data is read,
+    the reservation before anything is released, and what an error after it must say."""
+
+    path: str
+    dataset: str
+    mechanism: str
+    command: list[str]
+    budget_eps: Fraction | None = None
+    budget_delta: Fraction | None = None
+    raise_budget: bool = False
+    note: str | None = None
+    reserved: str = "no"  # "no", "pending" (being written), "yes"
+    spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+
+    def spend(self, eps: Fraction, delta: Fraction) -> Spend:
+        return Spend(
+            path=self.path,
+            dataset=self.dataset,
+            eps=eps,
+            delta=delta,
+            mechanism=self.mechanism,
+            command=self.command,
+            budget_eps=self.budget_eps,
+            budget_delta=self.budget_delta,
+            raise_budget=self.raise_budget,
+            note=self.note,
+        )
+
+    def check(self, eps: Fraction, delta: Fraction) -> None:
+        check(self.spend(eps, delta))
+
+    def reserve(self, eps: Fraction, delta: Fraction) -> None:
+        self.reserved = "pending"  # an interrupt now may come before or after the append
+        try:
+            reserve(self.spend(eps, delta))
+        except Interrupted:
+            raise
+        except DpfimError:
+            self.reserved = "no"  # refused or not writable: nothing was recorded
+            raise
+        self.reserved, self.spent = "yes", (eps, delta)
+
+    def annotate(self, exc: DpfimError) -> DpfimError:
+        """The same error, saying whether the spend stays counted in the ledger."""
+        if self.reserved == "no" or isinstance(exc, LedgerWriteError):
+            return exc
+        if self.reserved == "pending":
+            note = f"the spend may have been recorded: check with dpfim ledger show {self.path}"
+        else:
+            eps, delta = self.spent
+            note = (
+                f"the spend of eps={format_amount(eps)}, delta={format_amount(delta)} stays "
+                f"counted in {self.path}"
+            )
+        out = type(exc)(f"{exc}; {note}")
+        out.exit_code = exc.exit_code
+        return out
 
 
 def _append(fh: Any, data: bytes) -> None:

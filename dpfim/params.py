@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
 from dpfim.errors import ParameterError
@@ -23,6 +23,8 @@ def check_fraction(value: str | int | Fraction, name: str) -> Fraction:
     if isinstance(value, float):
         raise ParameterError(f"{name} must be given as a decimal string, not a float: {value!r}")
     text = str(value).strip()
+    if "/" in text:  # an exact ratio as the ledger prints it, e.g. "1/3"
+        return _check_ratio(text, name, value)
     try:
         dec = Decimal(text)
     except InvalidOperation:
@@ -30,6 +32,51 @@ def check_fraction(value: str | int | Fraction, name: str) -> Fraction:
     if not dec.is_finite():
         raise ParameterError(f"{name} must be finite, got {value!r}")
     return Fraction(dec)
+
+
+def _check_ratio(text: str, name: str, value: object) -> Fraction:
+    num, _, den = text.partition("/")
+    if not (num.strip().lstrip("+-").isdigit() and den.strip().isdigit()) or int(den) == 0:
+        raise ParameterError(f"{name} must be a decimal number or a ratio p/q, got {value!r}")
+    return Fraction(int(num), int(den))
+
+
+def format_amount(x: Fraction | None, *, plain: bool = False) -> str:
+    """A privacy amount for people: an exact decimal when there is one ("1.59", "1e-7"),
+    otherwise a rounded decimal with the exact ratio ("0.333333 (exactly 1/3)").
+
+    plain: the exact ratio alone ("1/3") instead of both, for JSON. check_fraction accepts
+    every form back exactly.
+    """
+    if x is None:
+        return "unset"
+    den = x.denominator
+    twos_fives = den
+    for p in (2, 5):
+        while twos_fives % p == 0:
+            twos_fives //= p
+    if twos_fives != 1:
+        if plain:
+            return f"{x.numerator}/{x.denominator}"
+        return f"{fraction_to_float(x):.6g} (exactly {x.numerator}/{x.denominator})"
+    with localcontext() as ctx:
+        ctx.prec = len(str(abs(x.numerator))) + den.bit_length() + 5
+        dec = (Decimal(x.numerator) / Decimal(den)).normalize()
+    if dec == 0:
+        return "0"
+    return format(dec, "e") if dec.adjusted() < -4 else format(dec, "f")
+
+
+def check_sep(sep: str) -> str:
+    """The item separator: one character; "\\t" (as typed in a shell) or "tab" is a tab.
+
+    A quote or a line break cannot separate items (CSV quoting and records use them).
+    """
+    if sep == "\\t" or sep.lower() == "tab":
+        return "\t"
+    if len(sep) != 1 or sep in ('"', "\n", "\r"):
+        raise ParameterError(f"--sep must be a single character, \\t or tab, got {sep!r}")
+    return sep
 
 
 # Below this the thresholds (~ 1/ε · ln(1/δ)) leave the float range used for τ̂ and the

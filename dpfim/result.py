@@ -10,12 +10,26 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
+import secrets
+import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from dpfim.errors import DpfimError, ParameterError
+from dpfim.errors import OutputError, ParameterError
+
+__all__ = [
+    "SCHEMA",
+    "OutputError",
+    "build",
+    "check_not_overwriting",
+    "check_output_path",
+    "dumps",
+    "write",
+    "write_bytes",
+    "write_text",
+]
 
 SCHEMA = "dpfim.result/1"
 
@@ -58,50 +72,205 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def dumps(result: dict[str, Any]) -> str:
+def dumps(result: dict[str, Any], *, compact: bool = False) -> str:
+    """The result as JSON text: indented, or one line (--compact) for pipelines and logs."""
+    if compact:
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n"
     return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
 
 
+# --- the one writer of output files (-o, evaluate's --csv and --plot) -------------------------
+#
+# A regular file (also through symlinks: the target is replaced, never the link) is replaced
+# atomically: a temporary file in the target's directory, fsynced, renamed over it, and the
+# directory fsynced. A new file gets 0666 & ~umask; an existing file keeps its mode (and owner,
+# where permitted). Anything else (a character device such as /dev/null, a FIFO, /dev/stdout,
+# /dev/fd/N) is written in place, never replaced. Block devices, sockets and directories are
+# refused before any work.
+
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd)/([0-9]+)")
+_STD_PATHS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _fd_of(path: str) -> int | None:
+    """The descriptor that /dev/stdout, /dev/fd/N or /proc/self/fd/N names, else None."""
+    norm = os.path.normpath(os.path.abspath(path))
+    if norm in _STD_PATHS:
+        return _STD_PATHS[norm]
+    match = _FD_PATH.fullmatch(norm)
+    return int(match.group(1)) if match else None
+
+
 def check_output_path(path: str | None, flag: str = "-o") -> None:
-    """Fail before any work if -o cannot be written (a usage error; data-independent)."""
+    """Fail before any work if `flag PATH` cannot be written (a usage error; data-independent)."""
     if path is None or path == "-":
         return
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
+    if path == "":
+        raise ParameterError(f"{flag}: empty path (use - for stdout)")
+    fd = _fd_of(path)
+    if fd is not None:
+        # Python sets sys.stdin/stdout/stderr to None when the descriptor was closed at start
+        # (the CLI then parks /dev/null on it, so fstat alone would not tell)
+        std_closed = fd <= 2 and (sys.stdin, sys.stdout, sys.stderr)[fd] is None
+        try:
+            os.fstat(fd)
+        except OSError:
+            std_closed = True
+        if std_closed:
+            raise ParameterError(f"{flag} {path}: file descriptor {fd} is not open")
+        return
+    target = Path(os.path.realpath(path))
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise ParameterError(f"{flag} {path}: {exc.strerror}") from None
+    if st is None or stat.S_ISREG(st.st_mode):
+        parent = target.parent
+        if not parent.is_dir():
+            raise ParameterError(f"{flag} {path}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise ParameterError(f"{flag} {path}: directory {parent} is not writable")
+        if st is not None and not os.access(target, os.W_OK):
+            raise ParameterError(f"{flag} {path}: the file is not writable")
+    elif stat.S_ISDIR(st.st_mode):
         raise ParameterError(f"{flag} {path}: is a directory")
-    if not parent.is_dir():
-        raise ParameterError(f"{flag} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ParameterError(f"{flag} {path}: directory {parent} is not writable")
+    elif stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        if not os.access(target, os.W_OK):
+            raise ParameterError(f"{flag} {path}: not writable")
+    else:
+        raise ParameterError(f"{flag} {path}: not a regular file, character device or FIFO")
 
 
-def write(result: dict[str, Any], path: str | None) -> None:
-    """Write to stdout, or atomically to a file (temp file in the same directory + rename)."""
-    write_text(dumps(result), path)
+def _identity(path: str) -> tuple[str, os.stat_result | None]:
+    """(resolved path, its stat when the file exists) for comparing paths."""
+    fd = _fd_of(path)
+    try:
+        st = os.fstat(fd) if fd is not None else os.stat(path)
+    except OSError:
+        st = None
+    return os.path.realpath(path), st
+
+
+def check_not_overwriting(output: str | None, flag: str, others: dict[str, str | None]) -> None:
+    """A usage error when `flag` names the same file as one of `others` (option -> path).
+
+    Compared by resolved path and, for files that exist, by (device, inode); "-" among others
+    is stdin. Character devices and FIFOs may be shared (/dev/null).
+    """
+    if output is None or output == "-":
+        return
+    out_path, out_st = _identity(output)
+    if out_st is not None and not stat.S_ISREG(out_st.st_mode):
+        return
+    out_key = None if out_st is None else (out_st.st_dev, out_st.st_ino)
+    for option, other in others.items():
+        if other is None:
+            continue
+        if other == "-":
+            try:
+                in_st: os.stat_result | None = os.fstat(0)
+            except OSError:
+                in_st = None
+            other_path = None
+        else:
+            other_path, in_st = _identity(other)
+        other_key = None if in_st is None else (in_st.st_dev, in_st.st_ino)
+        if other_path == out_path or (out_key is not None and out_key == other_key):
+            raise ParameterError(
+                f"{flag} {output} is the same file as {option} {other}: it would be overwritten"
+            )
+
+
+def write(result: dict[str, Any], path: str | None, *, compact: bool = False) -> None:
+    """Write a result to stdout, or to a file (see above)."""
+    write_text(dumps(result, compact=compact), path)
 
 
 def write_text(text: str, path: str | None, *, flag: str = "-o") -> None:
-    """Text to stdout (path None or "-"), or atomically to a file."""
+    """Text to stdout (path None or "-"), or to a file (see above)."""
     if path is None or path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        _to_stdout(text)
+    else:
+        write_bytes(text.encode("utf-8"), path, flag=flag)
+
+
+def _to_stdout(text: str) -> None:
+    stream = sys.stdout
+    if stream is None:  # Python sets it to None when fd 1 was closed at start (>&-)
+        raise OutputError("cannot write the result: stdout is closed (use -o FILE)")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OutputError(f"cannot write the result to stdout ({reason})") from None
+
+
+def write_bytes(data: bytes, path: str, *, flag: str = "-o") -> None:
+    """Bytes to a file: atomic replace of a regular file, plain write to anything else."""
+    try:
+        fd = _fd_of(path)
+        if fd is not None:
+            if fd == 1 and sys.stdout is not None:
+                sys.stdout.flush()
+            _write_all(fd, data)
+            return
+        target = os.path.realpath(path)  # replace a symlink's target, never the link
+        try:
+            st: os.stat_result | None = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+                raise OutputError(f"{flag} {path}: not a regular file, character device or FIFO")
+            out = os.open(target, os.O_WRONLY)
+            try:
+                _write_all(out, data)
+            finally:
+                os.close(out)
+            return
+        _replace(target, data, st)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise OutputError(f"{flag} {path}: {exc.strerror or exc}") from None
 
 
-class OutputError(DpfimError):
-    """The result could not be written (nothing partial is left behind)."""
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
-    exit_code = 2
+
+def _replace(target: str, data: bytes, st: os.stat_result | None) -> None:
+    """Atomically replace (or create) a regular file, keeping an existing file's mode."""
+    folder, name = os.path.split(target)
+    while True:
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:  # the kernel applies the umask to 0o666, as a shell redirection does
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        try:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, st.st_uid, st.st_gid)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # durability of the rename; not all file systems allow it
+        dfd = os.open(folder or ".", os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

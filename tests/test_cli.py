@@ -10,13 +10,18 @@ import bz2
 import gzip
 import json
 import lzma
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import dpfim.api
 from dpfim.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -425,3 +430,156 @@ def test_lmm_gap_finds_the_groceries_pair_where_lmm_cannot() -> None:
         )
         assert lmm_out["itemset"] is None
         assert gap_out["itemset"] == ["other vegetables", "whole milk"]
+
+
+# --- issue 10: messages, exit codes and options a new user meets -------------------------
+
+
+def _sub(args: list[str], cwd: Path, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """The real process, run outside the repository so the installed dpfim is what runs."""
+    return subprocess.run(
+        [sys.executable, "-m", "dpfim", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("phase", ["reading", "counting"])
+def test_out_of_memory_names_the_phase_and_the_fix(
+    tmp_path: Path, phase: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#7: not "internal error", not always "while counting"; exit 6 (errors.ResourceError)."""
+
+    def exhausted(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(
+        dpfim.api, "read_records" if phase == "reading" else "SupportIndex", exhausted
+    )
+    code, out, err = run(["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6"])
+    assert code == 6 and out == "" and err.count("\n") == 1
+    assert "internal" not in err and "out of memory" in err
+    if phase == "reading":
+        assert "while reading the input" in err
+    else:
+        assert "while counting exactly" in err and "--max-record-items" in err
+
+
+def test_ctrl_c_says_interrupted_and_that_the_spend_stays_counted(tmp_path: Path) -> None:
+    """#11: one line, no blank line, exit 130, and the reservation is named."""
+    ledger = tmp_path / "l.jsonl"
+    args = [
+        "mine",
+        str(pairs_file(tmp_path)),
+        "--eps",
+        "0.5",
+        "--delta",
+        "1e-7",
+        "-q",
+        "--ledger",
+        str(ledger),
+        "--dataset",
+        "d",
+        "--budget-eps",
+        "1",
+        "--budget-delta",
+        "1e-6",
+    ]
+    env = {**os.environ, "DPFIM_TEST_PAUSE_AFTER_RESERVE": "30"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpfim", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 60
+    while not (ledger.exists() and b"spend" in ledger.read_bytes()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.2)  # let it reach the pause after the fsync
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and out == ""
+    assert (
+        err == f"dpfim: interrupted; the spend of eps=0.5, delta=1e-7 stays counted in {ledger}\n"
+    )
+
+
+@pytest.mark.parametrize("sep", ["\\t", "tab", "\t"])
+def test_sep_accepts_a_typed_tab(sep: str) -> None:
+    """#12: --sep '\\t' (a backslash and a t, as a shell passes it) and --sep tab mean a tab."""
+    stdin = b"milk\tbread\n" * 900 + b"tea\n" * 10
+    code, out, err = run(
+        ["mine", "-", "--format", "basket", "--sep", sep, "--eps", "1", "--delta", "1e-6"], stdin
+    )
+    assert code == 0, err
+    assert json.loads(out)["itemset"] == ["bread", "milk"]
+
+
+def test_seed_always_warns_even_with_quiet(tmp_path: Path) -> None:
+    """#15: a seed left in a cron job must not publish silently."""
+    args = ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6", "--seed", "3"]
+    for extra in ([], ["--quiet"]):
+        code, out, err = run([*args, *extra])
+        assert code == 0 and json.loads(out)["private"] is False
+        assert "--seed" in err and "NOT private" in err
+
+
+def test_no_arguments_shows_the_help_without_error() -> None:
+    """#16: `dpfim` alone used to print the whole help prefixed with "error:"."""
+    code, out, err = run([])
+    assert code == 2 and out == ""
+    assert err.startswith("Usage: dpfim") and "error" not in err.lower()
+    assert "mine" in err and "ledger" in err
+
+
+def test_a_missing_argument_points_to_help() -> None:
+    code, out, err = run(["mine"])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "Missing argument 'INPUT'" in err and "try 'dpfim mine --help'" in err
+
+
+def test_compact_writes_one_json_line(tmp_path: Path) -> None:
+    """#17: --compact for pipelines and log files."""
+    code, out, err = run(
+        ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6", "--compact"]
+    )
+    assert code == 0, err
+    assert out.count("\n") == 1 and out.endswith("}\n")
+    assert json.loads(out)["itemset"] == ["bread", "milk"]
+
+
+def test_readme_sample_output_is_what_the_sample_data_gives() -> None:
+    """#17: the README's JSON example must show the sample data's real top pair and n."""
+    if not SAMPLE.exists():
+        pytest.skip("sample_data/groceries_sample.csv not generated")
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("```json\n", 1)[1].split("```", 1)[0]
+    shown = json.loads(block)
+    code, out, err = run(["mine", str(SAMPLE), "--eps", "1", "--delta", "1e-6", "--seed", "1"])
+    assert code == 0, err
+    real = json.loads(out)
+    assert shown["itemset"] == real["itemset"] and shown["n"] == real["n"]
+    assert shown["ell"] == real["ell"]
+    assert abs(shown["noisy_max"] - real["noisy_max"]) < 60  # DLap(3/eps): a typical draw
+
+
+def test_shell_completion_works_and_is_documented(tmp_path: Path) -> None:
+    """#17: click's completion through dpfim's own entry point, and the docs say how."""
+    proc = _sub([], tmp_path, env={**os.environ, "_DPFIM_COMPLETE": "bash_source"})
+    assert proc.returncode == 0 and "_dpfim_completion" in proc.stdout
+    env = {
+        **os.environ,
+        "_DPFIM_COMPLETE": "bash_complete",
+        "COMP_WORDS": "dpfim mine x --comp",
+        "COMP_CWORD": "3",
+    }
+    proc = _sub([], tmp_path, env=env)
+    assert proc.returncode == 0 and "--compact" in proc.stdout
+    for doc in ("README.md", "docs/cli.md"):
+        assert "_DPFIM_COMPLETE=bash_source dpfim" in (REPO / doc).read_text(), doc

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import dpfim.api
 from dpfim import ledger
 from dpfim.cli import main
 from dpfim.errors import BudgetError, LedgerError, ParameterError
@@ -172,10 +173,10 @@ def test_cli_spends_and_refuses_with_exit_4(tmp_path: Path, data: Path) -> None:
     code, out, err = run(args)
     assert code == 4 and out == ""
     assert err.strip().count("\n") == 0
-    assert "requested eps=3/5" in err and "spent eps=3/5" in err and "remaining eps=2/5" in err
+    assert "requested eps=0.6" in err and "spent eps=0.6" in err and "remaining eps=0.4" in err
     code, out, _ = run(["ledger", "show", str(path), "--json"])
     assert code == 0
-    assert json.loads(out)["orders"]["spent"] == {"eps": "3/5", "delta": "1/10000000"}
+    assert json.loads(out)["orders"]["spent"] == {"eps": "0.6", "delta": "1e-7"}
 
 
 @pytest.mark.parametrize(
@@ -322,6 +323,7 @@ def test_sixteen_concurrent_processes_spend_exactly_the_budget(tmp_path: Path, d
             assert json.loads(out)["itemset"] == ["bread", "milk"]
         else:
             assert out == "" and "budget exhausted" in err
+            assert "counted" not in err and "recorded" not in err  # a refusal records nothing
     st = ledger.load(str(path))["orders"]
     assert (st.runs, st.spent_eps, st.spent_delta) == (5, 1, Fraction(5, 10**7))
     assert ledger.verify(str(path)) == 6
@@ -365,3 +367,250 @@ def test_a_ledger_on_a_read_only_file_system_is_a_clean_error(data: Path) -> Non
         ]
     )
     assert code == 5 and out == "" and "cannot open the ledger" in err
+
+
+# --- issue 10: budget before the data (#4), the chain's anchor (#5), ledger UX (#14) -------
+
+
+def _mine_args(data: Path, path: Path, eps: str = "0.6", *extra: str) -> list[str]:
+    return [
+        "mine",
+        str(data),
+        "--eps",
+        eps,
+        "--delta",
+        "1e-7",
+        "--ledger",
+        str(path),
+        "--dataset",
+        "orders",
+        "-q",
+        *extra,
+    ]
+
+
+BUDGET = ("--budget-eps", "1", "--budget-delta", "1e-6")
+
+
+def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def must_not_read(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the data was read")
+
+    monkeypatch.setattr(dpfim.api, "read_records", must_not_read)
+
+
+def test_an_exhausted_budget_stops_the_run_before_the_data_is_read(
+    tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#4: the spend depends on public parameters only, so exit 4 needs no data."""
+    path = tmp_path / "l.jsonl"
+    code, _, err = run(_mine_args(data, path, "0.6", *BUDGET))
+    assert code == 0, err
+    before = (path.read_bytes(), Path(ledger.head_path(str(path))).read_bytes())
+    _no_reading(monkeypatch)
+    code, out, err = run(_mine_args(data, path, "0.6"))
+    assert code == 4 and out == "" and "budget exhausted" in err
+    assert (path.read_bytes(), Path(ledger.head_path(str(path))).read_bytes()) == before
+
+
+def test_a_first_run_without_a_budget_fails_before_reading_and_creates_nothing(
+    tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "l.jsonl"
+    _no_reading(monkeypatch)
+    code, out, err = run(_mine_args(data, path))
+    assert code == 2 and out == "" and "no budget" in err
+    assert not path.exists() and not Path(ledger.head_path(str(path))).exists()
+
+
+def test_the_pre_check_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path, "0.5")
+    before = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir())
+    fields: dict[str, Any] = {
+        "path": str(path),
+        "dataset": "orders",
+        "eps": Fraction(1, 2),
+        "delta": Fraction(1, 10**7),
+        "mechanism": "lmm",
+        "command": ["dpfim"],
+    }
+    ledger.check(ledger.Spend(**fields))  # fits exactly: no error
+    with pytest.raises(BudgetError):
+        ledger.check(ledger.Spend(**{**fields, "eps": Fraction(6, 10)}))
+    assert sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("damage", ["drop-last", "edit-last", "drop-all", "drop-head"])
+def test_the_head_file_catches_a_rolled_back_tail(tmp_path: Path, damage: str) -> None:
+    """#5: removing or editing the last spend used to verify "ok"."""
+    path = tmp_path / "l.jsonl"
+    for _ in range(3):
+        spend(path)
+    lines = path.read_bytes().split(b"\n")[:-1]
+    if damage == "drop-last":
+        path.write_bytes(b"\n".join(lines[:-1]) + b"\n")
+        reason = "truncated"
+    elif damage == "edit-last":
+        lines[-1] = lines[-1].replace(b'"eps":"1/10"', b'"eps":"1/100"')
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        reason = "l.jsonl:4: line 4 was rewritten"
+    elif damage == "drop-all":
+        path.write_bytes(b"")
+        reason = "truncated"
+    else:
+        Path(ledger.head_path(str(path))).unlink()
+        reason = "head file"
+    with pytest.raises(LedgerError, match=reason):
+        ledger.verify(str(path))
+    code, out, err = run(["ledger", "verify", str(path)])
+    assert code == 3 and out == "" and reason in err and err.count("\n") == 1
+    with pytest.raises(LedgerError):  # and mine refuses to spend from it
+        spend(path)
+
+
+def test_ledger_head_prints_the_chain_head_and_verify_checks_it(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    code, out, _ = run(["ledger", "head", str(path)])
+    assert code == 0
+    seq, sha = (part.split("=")[1] for part in out.split())
+    assert seq == "2" and len(sha) == 64
+    spend(path)  # the ledger grows: an earlier head stays in the chain
+    assert run(["ledger", "verify", str(path), "--expect-head", sha])[0] == 0
+    # roll back by rewriting ledger and head together from a copy taken before the spend
+    lines = path.read_bytes().split(b"\n")[:-1]
+    path.write_bytes(lines[0] + b"\n")
+    head = json.dumps({"v": 1, "seq": 1, "sha256": ledger._line_hash(lines[0])})
+    Path(ledger.head_path(str(path))).write_text(head + "\n")
+    assert run(["ledger", "verify", str(path)])[0] == 0  # undetectable without an outside log
+    code, _, err = run(["ledger", "verify", str(path), "--expect-head", sha])
+    assert code == 3 and "not in the chain" in err
+
+
+def test_a_head_that_lags_after_a_crash_still_verifies(tmp_path: Path) -> None:
+    """A crash between the fsynced append and the head update leaves the head one line behind."""
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    head = Path(ledger.head_path(str(path))).read_bytes()
+    spend(path)
+    Path(ledger.head_path(str(path))).write_bytes(head)
+    assert ledger.verify(str(path)) == 3
+    spend(path)  # the next spend moves the head on
+    assert ledger.head(str(path)).seq == 4
+    assert json.loads(Path(ledger.head_path(str(path))).read_text())["seq"] == 4
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--dataset", ""], "--dataset must not be empty"),
+        (["--raise-budget"], "--raise-budget needs"),
+    ],
+)
+def test_ledger_usage_errors_of_issue_10(
+    tmp_path: Path, data: Path, extra: list[str], message: str
+) -> None:
+    path = tmp_path / "l.jsonl"
+    args = ["mine", str(data), "--eps", "0.1", "--delta", "1e-7", "--ledger", str(path), *extra]
+    code, out, err = run(args)
+    assert code == 2 and out == "" and message in err
+
+
+def test_stdin_with_a_ledger_needs_a_dataset_name(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    args = [
+        "mine",
+        "-",
+        "--format",
+        "basket",
+        "--eps",
+        "0.1",
+        "--delta",
+        "1e-7",
+        "--ledger",
+        str(path),
+        *BUDGET,
+    ]
+    code, out, err = run(args)
+    assert code == 2 and out == "" and "--dataset" in err
+    assert not path.exists()
+
+
+def test_a_budget_cannot_be_lowered_below_the_spend(tmp_path: Path, data: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    assert run(_mine_args(data, path, "0.6", *BUDGET))[0] == 0
+    lower = ("--raise-budget", "--budget-eps", "0.5", "--budget-delta", "1e-6")
+    code, out, err = run(_mine_args(data, path, "0.1", *lower))
+    assert code == 2 and out == "" and "cannot be lowered" in err and "eps=0.6" in err
+    code, out, _ = run(["ledger", "show", str(path)])
+    assert "=-" not in out  # never a negative remaining
+
+
+def test_ledger_show_counts_runs_in_words_and_prints_decimals_eps_accepts(
+    tmp_path: Path, data: Path
+) -> None:
+    path = tmp_path / "l.jsonl"
+    budget = ("--budget-eps", "1.59", "--budget-delta", "1e-6")
+    assert run(_mine_args(data, path, "1", *budget))[0] == 0
+    code, out, _ = run(["ledger", "show", str(path)])
+    assert code == 0 and "1 run;" in out and "eps=1.59" in out and "159/100" not in out
+    remaining = out.split("remaining eps=")[1].split()[0]
+    assert remaining == "0.59"
+    code, _, err = run(_mine_args(data, path, remaining))  # what was printed is accepted back
+    assert code == 0, err
+    code, out, _ = run(["ledger", "show", str(path)])
+    assert "2 runs;" in out and "remaining eps=0 " in out
+
+
+def test_ledger_show_of_an_unknown_dataset_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    code, out, err = run(["ledger", "show", str(path), "--dataset", "nope"])
+    assert code == 2 and out == "" and "no data set 'nope'" in err and "orders" in err
+
+
+def test_verify_on_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    code, out, err = run(["ledger", "verify", str(tmp_path / "missing.jsonl")])
+    assert code == 2 and out == "" and "no such ledger file" in err
+
+
+def test_verify_on_a_binary_file_names_line_1(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(bytes(range(256)) * 4)  # holds newlines (byte 10) and no final one
+    code, out, err = run(["ledger", "verify", str(path)])
+    assert code == 3 and out == "" and "l.jsonl:1:" in err
+
+
+def test_a_ledger_from_before_head_files_is_adopted_once_with_init(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    Path(ledger.head_path(str(path))).unlink()  # as written by dpfim before head files
+    assert run(["ledger", "verify", str(path)])[0] == 3
+    code, out, err = run(["ledger", "head", str(path), "--init"])
+    assert code == 0 and out.startswith("seq=2 sha256="), err
+    assert run(["ledger", "verify", str(path)])[0] == 0
+    code, _, err = run(["ledger", "head", str(path), "--init"])  # an existing head is evidence
+    assert code == 3 and "never replaced" in err
+
+
+def test_a_crash_during_the_first_spend_leaves_a_lagging_head_not_a_missing_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head (seq 0) is written before the first line; a failure after the append lags."""
+    path = tmp_path / "l.jsonl"
+    real = ledger._write_head
+
+    def crash_after_append(p: str, head: ledger.Head, mode: int) -> None:
+        if head.seq > 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(p, head, mode)
+
+    monkeypatch.setattr(ledger, "_write_head", crash_after_append)
+    with pytest.raises(ledger.LedgerWriteError, match="the spend is recorded"):
+        spend(path)
+    monkeypatch.undo()
+    assert ledger.verify(str(path)) == 2  # budget + spend, head still at seq 0
+    assert ledger.load(str(path))["orders"].runs == 1
+    spend(path)
+    assert ledger.head(str(path)).seq == 3

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dpfim.errors import ParameterError
+from dpfim.params import check_sep
 from dpfim.readers import basket, fimi, jsonl, long
 from dpfim.readers.records import (
     RecordBuilder,
@@ -100,10 +101,7 @@ def default_sep(source: str, sep: str | None) -> str:
     .tsv files and a comma otherwise."""
     if sep is None:
         return "\t" if plain_name(source).endswith(".tsv") else ","
-    sep = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(sep, sep)
-    if len(sep) != 1 or sep in ('"', "\n", "\r"):
-        raise ParameterError(f"--sep must be a single character (or tab), got {sep!r}")
-    return sep
+    return check_sep(sep)
 
 
 def read_universe(path: str) -> list[str]:
