@@ -264,3 +264,20 @@ def test_compiled_grouping_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> Non
         results.append(as_rows(grouper.build()))
         rng = np.random.default_rng(7)
     assert results[0] == results[1]
+
+
+def test_without_numba_the_numpy_paths_read_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fimi_path, long_path = tmp_path / "f.dat", tmp_path / "f.csv"
+    fimi_path.write_bytes(b"1 2 3\n3 2\n\n7\n")
+    long_path.write_bytes(b"id,item\n1,a\n2,b\n1,c\n")
+    force_slow_readers(monkeypatch)
+    expected = [as_rows(read_records(fimi_path)), as_rows(read_records(long_path, **LONG))]
+    force_fast_readers(monkeypatch)
+    monkeypatch.setitem(sys.modules, "dpfim.readers._compiled", None)  # import fails
+    got = [as_rows(read_records(fimi_path)), as_rows(read_records(long_path, **LONG))]
+    assert got == expected
+
+
+LONG = {"record_col": "id", "item_col": "item"}

@@ -97,11 +97,13 @@ def _canonical(s: str) -> bool:
 
 def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
     """Read a chunk with the compiled tokeniser; False when another path must read it."""
-    table = out.scratch.get("fimi")
-    if table is None:
-        table = out.scratch["fimi"] = _Table(out.vocab)
-    assert isinstance(table, _Table)
-    if not table.usable:
+    if "fimi" not in out.scratch:
+        try:
+            out.scratch["fimi"] = _Table(out.vocab)
+        except ImportError:  # numba missing or broken: the numpy path reads every chunk
+            out.scratch["fimi"] = None
+    table = out.scratch["fimi"]
+    if not isinstance(table, _Table) or not table.usable:
         return False
     raw = np.frombuffer(chunk, dtype=np.uint8)
     hint = out.size_hint or 0

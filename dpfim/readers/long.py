@@ -82,7 +82,7 @@ class _Grouper:
         luts, n = self._record_numbers()
         self._uniques = []
         rows = sum(len(c) for c in self._codes)
-        if rows >= COMPILED_FROM:
+        if rows >= COMPILED_FROM and _numba_works():
             return self._build_compiled(luts, n, rows)
         width = max(len(self.vocab), 1)
         keys = np.empty(sum(int((i >= 0).sum()) for i in self._items), dtype=np.int64)
@@ -122,6 +122,14 @@ class _Grouper:
         builder = RecordBuilder(self.vocab)
         builder.add_sorted(indices, lengths)
         return builder.build()
+
+
+def _numba_works() -> bool:
+    try:
+        from dpfim.readers import _compiled  # noqa: F401
+    except ImportError:  # numba missing or broken: numpy groups the rows
+        return False
+    return True
 
 
 def read_csv(
