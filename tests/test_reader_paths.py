@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +282,28 @@ def test_without_numba_the_numpy_paths_read_everything(
 
 
 LONG = {"record_col": "id", "item_col": "item"}
+
+
+def test_read_ahead_keeps_order_raises_in_order_and_stops_when_closed() -> None:
+    import contextlib
+    import threading
+
+    from dpfim.readers.prefetch import prefetched
+
+    def source(n: int, fail: bool) -> Iterator[tuple[bytes, int]]:
+        for k in range(n):
+            yield str(k).encode(), k
+        if fail:
+            raise InputError("damaged")
+
+    assert list(prefetched(source(50, False))) == [(str(k).encode(), k) for k in range(50)]
+    got = []
+    with pytest.raises(InputError, match="damaged"):
+        for item in prefetched(source(3, True)):
+            got.append(item)
+    assert len(got) == 3
+    before = threading.active_count()
+    pieces = prefetched(source(10**6, False))
+    with contextlib.closing(pieces):
+        next(pieces)
+    assert threading.active_count() == before  # the reading thread was stopped and joined
