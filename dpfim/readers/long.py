@@ -14,7 +14,6 @@ a `\n` (and valid UTF-8) is read by pyarrow's CSV parser instead, when pyarrow i
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
@@ -22,7 +21,6 @@ import numpy as np
 
 from dpfim.errors import InputError, ParameterError
 from dpfim.readers.basket import parse_line
-from dpfim.readers.prefetch import prefetched
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, factorize
 from dpfim.readers.source import chunks, decode, split_lines
 
@@ -147,45 +145,42 @@ def read_csv(
     grouper = _Grouper(vocab)
     columns: tuple[int, int, int] | None = None  # (n fields, record column, item column)
     arrow = _arrow() if len(sep.encode()) == 1 else None
-    # with pyarrow (which releases the GIL) the next chunk is read while this one is parsed
-    pieces = prefetched(chunks(stream, name, label), arrow is not None)
-    with contextlib.closing(pieces):
-        for chunk, first in pieces:
-            if arrow is not None and _arrow_ready(chunk):
-                cut = chunk.find(b"\n") + 1 or len(chunk)
-                body = chunk
-                if columns is None:
-                    head = split_lines(chunk[:cut].decode(), name, first)[0]
-                    columns = _header(head, name, sep, record_col, item_col)
-                    body = chunk[cut:]
-                if _arrow_chunk(arrow, body, sep, columns, grouper):
-                    continue
-                if body is not chunk:  # the slow path reads the rest; the header is read
-                    chunk, first = body, first + 1
-            lines = split_lines(decode(chunk, name, first), name, first)
-            start = 0
-            if columns is None and lines:
-                columns = _header(lines[0], name, sep, record_col, item_col)
-                start = 1
-            assert columns is not None or not lines
+    for chunk, first in chunks(stream, name, label):
+        if arrow is not None and _arrow_ready(chunk):
+            cut = chunk.find(b"\n") + 1 or len(chunk)
+            body = chunk
             if columns is None:
+                head = split_lines(chunk[:cut].decode(), name, first)[0]
+                columns = _header(head, name, sep, record_col, item_col)
+                body = chunk[cut:]
+            if _arrow_chunk(arrow, body, sep, columns, grouper):
                 continue
-            ids, items = [], []
-            for number, line in _numbered(lines, first, start):
-                width, rc, ic = columns
-                try:
-                    fields = parse_line(line, sep)
-                except ValueError as exc:
-                    raise InputError(f"{name}:{number}: {exc}") from None
-                if not fields:
-                    continue  # a blank line names no record
-                if len(fields) != width:
-                    raise InputError(
-                        f"{name}:{number}: {len(fields)} fields, but the header has {width}"
-                    )
-                ids.append(fields[rc])
-                items.append(fields[ic])
-            grouper.add(ids, items)
+            if body is not chunk:  # the slow path reads the rest; the header is read
+                chunk, first = body, first + 1
+        lines = split_lines(decode(chunk, name, first), name, first)
+        start = 0
+        if columns is None and lines:
+            columns = _header(lines[0], name, sep, record_col, item_col)
+            start = 1
+        assert columns is not None or not lines
+        if columns is None:
+            continue
+        ids, items = [], []
+        for number, line in _numbered(lines, first, start):
+            width, rc, ic = columns
+            try:
+                fields = parse_line(line, sep)
+            except ValueError as exc:
+                raise InputError(f"{name}:{number}: {exc}") from None
+            if not fields:
+                continue  # a blank line names no record
+            if len(fields) != width:
+                raise InputError(
+                    f"{name}:{number}: {len(fields)} fields, but the header has {width}"
+                )
+            ids.append(fields[rc])
+            items.append(fields[ic])
+        grouper.add(ids, items)
     if columns is None:
         raise InputError(f"{name}: empty file, no header with columns")
     return grouper.build()
