@@ -40,6 +40,7 @@ import sys, duckdb
 path, s = sys.argv[1], int(sys.argv[2])
 con = duckdb.connect()
 con.execute("SET threads TO 2")
+con.execute("SET enable_progress_bar = false")
 q = f'''
 WITH t AS (SELECT * FROM read_csv('{path}', header=true, all_varchar=true)),
 freq AS (SELECT item FROM t GROUP BY item HAVING count(*) >= {s}),

@@ -415,6 +415,20 @@ def test_lemma_t_fails_without_the_none_option() -> None:
     assert leak > mpmath.mpf("0.1")
 
 
+def test_lemma_t_fails_without_the_plus_one() -> None:
+    """The "+ 1" in the none weight (l/delta) e^(a (c(l+1) + 1)) is needed (found in review:
+    no sampling audit resolves a leak of ~e^a delta): with e^(a c(l+1)) the worst pair leaks
+    above delta. Checked on the exact law, with the none weight shifted down by one count."""
+    a, delta = mpmath.mpf("0.8"), mpmath.mpf("0.01")
+    leak = mpmath.mpf(0)
+    for d, dp in _random_pairs(1, 300):
+        for ell in range(1, len(d)):
+            p = _selection_law(d, ell, a, delta * mpmath.exp(a))  # = weight e^(a c(l+1))
+            q = _selection_law(dp, ell, a, delta * mpmath.exp(a))
+            leak = max(leak, _hockey_stick(p, q, a), _hockey_stick(q, p, a))
+    assert leak > delta
+
+
 def _dlap_cdf(x: int, q: Any) -> Any:
     """P(X <= x) for X ~ DLap with parameter q (P(X = k) proportional to q^|k|)."""
     if x >= 0:

@@ -14,8 +14,15 @@ an exact int64 accumulator: a dense array when the key space is small, else sort
 runs merged as they grow. Scratch memory is therefore bounded by a constant (`scratch_bytes`,
 default 256 MiB, at most an eighth of the memory budget); only the accumulator grows, with the
 number of distinct candidates, and when it would not fit in the budget the count stops with a
-ResourceError (dpfim never approximates). Plain numpy: the measurements behind that choice are in
-docs/performance.md.
+ResourceError (dpfim never approximates).
+
+When the frequent items hold at most half of the occurrences, the records restricted to them are
+cached as a projection (at a lower threshold s/8), so that later levels and the next lowerings
+do not pass over all the data again. From 20 M item occurrences on (60 M at r = 2), numba
+kernels (dpfim.engines._compiled, imported lazily) do the projection and, when the counts are
+dense, the candidate counting in one loop per record on two threads; smaller inputs never
+import numba.
+The measurements behind these choices are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -35,14 +42,17 @@ from dpfim.readers import Records
 MiB = 1 << 20
 GiB = 1 << 30
 DEFAULT_SCRATCH = 256 * MiB
-# Bytes of scratch per generated candidate key (the int64 temporaries of one slice, measured
-# with tracemalloc on the shared data sets: ~60 B; rounded up).
+# Bytes of scratch per generated candidate key: a slice holds about eight int64 temporaries per
+# key (parent, partner, offsets, keys, lookups, the unique's sort) and each level of the
+# recursion one more slice; generous, tests/test_engine_bounded.py checks the bound.
 BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
 # From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
-# their dense tables fit; below it numba's import alone would cost more than the counting.
-COMPILED_MIN = 4_000_000
+# their dense tables fit; below it numba's import (~0.5 s CPU) costs more than it saves
+# (measured crossovers: ~10 M occurrences at r = 3, between 30 M and 100 M at r = 2).
+COMPILED_MIN = {2: 60_000_000}
+COMPILED_MIN_DEEP = 20_000_000
 
 
 def _load_compiled() -> Any:
@@ -112,14 +122,14 @@ class SupportIndex:
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
-        big = len(records.indices) >= COMPILED_MIN
+        t0 = time.perf_counter()  # the counting time includes numba's import
+        big = len(records.indices) >= COMPILED_MIN.get(size, COMPILED_MIN_DEEP) and size > 1
         self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
         self._full = _Source(records.indptr, records.indices, None, 1)
         self._proj: _Source | None = None
         self._buffers: dict[str, np.ndarray] = {}
         self.seconds = 0.0  # time spent counting, for --verbose
         self.passes = 0
-        t0 = time.perf_counter()
         self.item_support = self._item_supports()
         self.counts = np.zeros(0, dtype=np.int64)
         self.itemsets = np.zeros((0, size), dtype=np.int32)
@@ -277,6 +287,8 @@ class SupportIndex:
             self._count_compiled(src, remap, width, tables, k, acc.dense, bar)
             return acc.result()
         for r0, r1 in self._batches(src):
+            if bar is not None:
+                bar.update(r1 - r0)
             cols, lengths = self._project(src, remap, r0, r1, k)
             if len(cols) == 0:
                 continue
@@ -288,8 +300,6 @@ class SupportIndex:
             pos = np.arange(len(cols), dtype=np.int64)
             for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
                 acc.add(keys)
-            if bar is not None:
-                bar.update(r1 - r0)
         if bar is not None:
             bar.close()
         return acc.result()
@@ -501,9 +511,8 @@ class _Accumulator:
 
     def _refuse(self) -> None:
         raise ResourceError(
-            f"exact counting of the {self._size}-itemsets needs more memory than "
-            f"--max-memory allows ({self._room // MiB} MiB left for counting); dpfim never "
-            "approximates: cap the record length with --max-record-items B (a private, "
+            f"exact counting of the {self._size}-itemsets does not fit in --max-memory; dpfim "
+            "never approximates: cap the record length with --max-record-items B (a private, "
             "record-local truncation), or raise --max-memory"
         )
 
