@@ -14,7 +14,8 @@ for ds in retail.dat T10I4D100K.dat BMS-WebView-2.dat groceries.csv; do
     [ "$r" = 3 ] && mechs=${mechs/,choosing/}
     echo "== $name" >&2
     /usr/bin/time -f "$name %e s %M KB" dpfim evaluate "$data/$ds" --size "$r" \
-      --eps 0.1,0.5,1,2 --delta 1e-6 --trials "$trials" --seed 20261123 -q --mechanisms "$mechs" \
+      --eps 0.1,0.5,1,2 --delta 1e-6 --neighbours add-remove --trials "$trials" --seed 20261123 -q \
+      --mechanisms "$mechs" \
       --csv "$out/$name.csv" --plot "$out/$name.png"
   done
 done

@@ -10,17 +10,17 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from dpfim import topk
 from dpfim.engines.local import SupportIndex
 from dpfim.errors import ParameterError, memory_phase
-from dpfim.ledger import margin_ledger
-from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
+from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.mechanisms.thresholds import gap_split, paper_split
 from dpfim.params import (
     DEFAULT_ELL_MAX,
     check_delta,
     check_ell_max,
     check_eps,
+    check_fraction,
     check_memory,
     check_size,
     fraction_to_float,
@@ -37,23 +37,13 @@ from dpfim.readers import (
 )
 from dpfim.result import build, utc_now
 from dpfim.samplers.rng import RandomSource, resolve
+from dpfim.views import Identified, Merged, ids_of
 
-MECHANISMS = (
-    "lmm",
-    "lmm-gap",
-    "lmm-tight",
-    "em",
-    "noisy-max-laplace",
-    "permute-and-flip",
-    "stability",
-    "choosing",
-    "limited-domain",
-)
-# Baselines that need a finite universe (SPEC §6): they refuse to run without one.
-FINITE_UNIVERSE = ("em", "noisy-max-laplace", "permute-and-flip")
-# Their published analyses need counts that move together (docs/privacy.md §10, §16, §17).
-ADD_REMOVE_ONLY = ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
-PURE = ("em", "noisy-max-laplace", "permute-and-flip")
+# Read from the registry (dpfim/mechanisms/registry.py); kept as names for the Python API.
+MECHANISMS = registry.NAMES
+FINITE_UNIVERSE = tuple(n for n, s in registry.REGISTRY.items() if s.needs_vocabulary)
+ADD_REMOVE_ONLY = tuple(n for n, s in registry.REGISTRY.items() if "replace" not in s.neighbours)
+PURE = tuple(n for n, s in registry.REGISTRY.items() if s.pure)
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
 
@@ -78,16 +68,38 @@ class Options:
     neighbours: str
     ell_max: int
     candidates: int = DEFAULT_CANDIDATES
+    top: int = 1
+    sizes: tuple[int, ...] = ()  # several sizes ranked together (--sizes); () means (size,)
+    supports: bool = False
+    support_share: Fraction = topk.DEFAULT_SUPPORT_SHARE
 
     @property
     def spent_delta(self) -> Fraction:
         """The delta a run actually spends: 0 for the pure-DP baselines."""
-        return Fraction(0) if self.mechanism in PURE else self.delta
+        return Fraction(0) if registry.get(self.mechanism).pure else self.delta
+
+    @property
+    def all_sizes(self) -> tuple[int, ...]:
+        return self.sizes or (self.size,)
+
+    def public(self, universe_size: int | None, max_record_items: int | None) -> registry.Public:
+        """The mechanism's public parameters for the selection (its share of eps)."""
+        eps_sel, _ = topk.shares(self.eps, self.supports, self.support_share)
+        return registry.Public(
+            eps_sel,
+            self.delta,
+            self.all_sizes,
+            self.neighbours,
+            self.ell_max,
+            self.candidates,
+            max_record_items,
+            universe_size,
+        )
 
 
 def check_options(
     *,
-    size: int,
+    size: int | None,
     eps: str | int | Fraction,
     delta: str | int | Fraction,
     mechanism: str = "lmm",
@@ -96,46 +108,103 @@ def check_options(
     candidates: int = DEFAULT_CANDIDATES,
     universe_given: bool = False,
     max_record_items: int | None = None,
+    top: int = 1,
+    sizes: str | Sequence[int] | None = None,
+    supports: bool = False,
+    support_share: str | Fraction | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first)."""
-    if mechanism not in MECHANISMS:
+    if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
         raise ParameterError(f"--neighbours must be one of {', '.join(NEIGHBOURS)}: {neighbours!r}")
-    if mechanism in ADD_REMOVE_ONLY and neighbours != "add-remove":
+    spec = registry.get(mechanism)
+    if neighbours not in spec.neighbours:
         raise ParameterError(
             f"--mechanism {mechanism} is valid only under add/remove neighbours: "
             "pass --neighbours add-remove (it then does not release n)"
         )
-    if mechanism in FINITE_UNIVERSE and not universe_given:
+    if spec.needs_vocabulary and not universe_given:
         raise ParameterError(
             f"--mechanism {mechanism} needs a finite universe: declare the public vocabulary "
             "with --universe-items FILE"
         )
-    if mechanism == "choosing" and max_record_items is None:
+    if spec.needs_record_bound and max_record_items is None:
         raise ParameterError(
-            "--mechanism choosing needs --max-record-items B (its growth bound is C(B, r))"
+            f"--mechanism {mechanism} needs --max-record-items B (its growth bound is C(B, r))"
         )
     if candidates < 1:
         raise ParameterError(f"--candidates must be at least 1, got {candidates}")
-    if mechanism == "choosing" and max_record_items is not None:
-        growth = math.comb(max_record_items, check_size(size))
-        baselines.check_choosing(check_eps(eps), check_delta(delta), growth)
-    return Options(
-        check_size(size),
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= topk.MAX_TOP:
+        raise ParameterError(f"--top must be an integer from 1 to {topk.MAX_TOP}, got {top!r}")
+    if sizes is not None and size is not None:
+        raise ParameterError("give --size or --sizes, not both")
+    parsed = () if sizes is None else parse_sizes(sizes)
+    if support_share is not None and not supports:
+        raise ParameterError("--support-share needs --supports")
+    share = topk.DEFAULT_SUPPORT_SHARE
+    if support_share is not None:
+        share = check_fraction(support_share, "--support-share")
+        if not 0 < share < 1:
+            raise ParameterError(f"--support-share must be in (0, 1), got {support_share}")
+    opts = Options(
+        check_size(parsed[0] if parsed else 2 if size is None else size),
         check_eps(eps),
         check_delta(delta),
         mechanism,
         neighbours,
         check_ell_max(ell_max),
         candidates,
+        top,
+        parsed if len(parsed) > 1 else (),
+        supports,
+        share,
     )
+    if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
+        spec.check(opts.public(None, max_record_items))  # its proof's preconditions
+    return opts
+
+
+def none_hint(opts: Options, max_record_items: int | None = None) -> str:
+    """The curator's hint after a "none" answer: the chosen mechanism's own margin, at the
+    (eps, delta) one selection round gets. Public parameters only."""
+    p = opts.public(None, max_record_items)
+    round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
+    sizes = "/".join(map(str, opts.all_sizes))
+    hint = registry.none_hint(opts.mechanism, round_p, f"{sizes}-itemset")
+    if opts.top > 1:
+        hint += f" (with --top {opts.top} each round gets eps/{opts.top}, delta/{opts.top})"
+    return hint
+
+
+def parse_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
+    """--sizes "2,3" or "1-3" (or a sequence of ints): distinct sizes, ascending."""
+    if not isinstance(text, str):
+        values = [check_size(int(v)) for v in text]
+    else:
+        values = []
+        for part in (t.strip() for t in text.split(",")):
+            lo, dash, hi = part.partition("-")
+            try:
+                bounds = (int(lo), int(hi)) if dash else (int(part), int(part))
+            except ValueError:
+                raise ParameterError(f"--sizes must be like 2,3 or 1-3, got {text!r}") from None
+            if bounds[0] > bounds[1]:
+                raise ParameterError(f"--sizes: empty range {part!r}")
+            values.extend(check_size(v) for v in range(bounds[0], bounds[1] + 1))
+    if not values:
+        raise ParameterError("--sizes: give at least one size")
+    return tuple(sorted(set(values)))
 
 
 def mine(
     records: Records | Iterable[Iterable[str]],
     *,
-    size: int = 2,
+    size: int | None = None,
+    sizes: str | Sequence[int] | None = None,
+    top: int = 1,
+    supports: bool = False,
+    support_share: str | Fraction | None = None,
     eps: str | int | Fraction,
     delta: str | int | Fraction,
     mechanism: str = "lmm",
@@ -150,7 +219,8 @@ def mine(
     diagnostics: Diagnostics | None = None,
     max_memory: int | str | None = None,
 ) -> dict[str, Any]:
-    """The most frequent r-itemset under (eps, delta)-DP, as a dpfim.result/1 dict.
+    """The most frequent r-itemset (or the top K, of one or several sizes) under
+    (eps, delta)-DP, as a dpfim.result/1 dict.
 
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
@@ -169,6 +239,10 @@ def mine(
         candidates=candidates,
         universe_given=universe is not None,
         max_record_items=max_record_items,
+        top=top,
+        sizes=sizes,
+        supports=supports,
+        support_share=support_share,
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
@@ -177,9 +251,10 @@ def mine(
         records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
     if max_record_items is not None:
-        if max_record_items < opts.size:
+        if max_record_items < max(opts.all_sizes):
             raise ParameterError(
-                f"max_record_items must be at least size ({opts.size}), got {max_record_items}"
+                f"max_record_items must be at least size ({max(opts.all_sizes)}), "
+                f"got {max_record_items}"
             )
         records = truncate(records, max_record_items, source)
     return _mine(
@@ -206,7 +281,11 @@ def mine_file(
     compression: str = "auto",
     max_record_items: int | None = None,
     universe_items: str | None = None,
-    size: int = 2,
+    size: int | None = None,
+    sizes: str | Sequence[int] | None = None,
+    top: int = 1,
+    supports: bool = False,
+    support_share: str | Fraction | None = None,
     eps: str | int | Fraction,
     delta: str | int | Fraction,
     mechanism: str = "lmm",
@@ -241,10 +320,15 @@ def mine_file(
         candidates=candidates,
         universe_given=universe_items is not None,
         max_record_items=max_record_items,
+        top=top,
+        sizes=sizes,
+        supports=supports,
+        support_share=support_share,
     )
-    if max_record_items is not None and max_record_items < opts.size:
+    if max_record_items is not None and max_record_items < max(opts.all_sizes):
         raise ParameterError(
-            f"--max-record-items must be at least --size ({opts.size}), got {max_record_items}"
+            f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
+            f"got {max_record_items}"
         )
     budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
@@ -300,29 +384,41 @@ def _mine(
     max_memory: int | None = None,
 ) -> dict[str, Any]:
     source, private = resolve(rng)
+    sizes = opts.all_sizes
     universe_size = None
     if universe is not None:
         vocab = len(records.items)
-        if vocab < opts.size:
+        if vocab < max(sizes):
             raise ParameterError(
-                f"--universe-items declares {vocab} items, fewer than --size {opts.size}"
+                f"--universe-items declares {vocab} items, fewer than --size {max(sizes)}"
             )
-        universe_size = math.comb(vocab, opts.size)
+        universe_size = sum(math.comb(vocab, r) for r in sizes)
     _curator_warnings(records, opts, diag)
 
     t0 = time.perf_counter()
     with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
-        index = SupportIndex(records, opts.size, progress=progress, max_memory=max_memory)
-        out, params_extra, ledger = run_mechanism(
-            index, opts, source, universe_size, max_record_items=max_record_items
-        )
-    itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
-    diag.timings["count"] = index.seconds
-    diag.timings["mechanism"] = time.perf_counter() - t0 - index.seconds
+        engines = [
+            SupportIndex(records, r, progress=progress, max_memory=max_memory) for r in sizes
+        ]
+        index: Any = engines[0] if len(engines) == 1 else Merged(engines)
+        if opts.top == 1 and not opts.supports and len(sizes) == 1:
+            out, params_extra, ledger = run_mechanism(
+                index, opts, source, universe_size, max_record_items=max_record_items
+            )
+            itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
+            fields: dict[str, Any] = {"itemset": itemset}
+            fields.update(_round_fields(registry.get(opts.mechanism), out))
+        else:
+            fields, params_extra, ledger = _release_topk(
+                index, records, opts, source, universe_size, max_record_items
+            )
+    counting = sum(e.seconds for e in engines)
+    diag.timings["count"] = counting
+    diag.timings["mechanism"] = time.perf_counter() - t0 - counting
     diag.facts.update(
         {
-            "memory budget (MiB)": index.max_memory >> 20,
-            "counting passes over the records": index.passes,
+            "memory budget (MiB)": engines[0].max_memory >> 20,
+            "counting passes over the records": sum(e.passes for e in engines),
             "peak RSS so far (MiB)": _peak_rss_mib(),
             "n": records.n,
             "itemsets enumerated": len(index.counts),
@@ -334,7 +430,7 @@ def _mine(
         diag.facts["L"] = len(index.counts)
 
     params: dict[str, Any] = {
-        "size": opts.size,
+        **({"size": opts.size} if len(sizes) == 1 else {"sizes": list(sizes)}),
         "eps": fraction_to_float(opts.eps),
         "delta": fraction_to_float(opts.delta),
         "mechanism": opts.mechanism,
@@ -350,11 +446,6 @@ def _mine(
     }
     if max_record_items is not None:
         params["max_record_items"] = max_record_items
-    fields: dict[str, Any] = {"itemset": itemset}
-    if out.noisy_max is not None:  # lmm only; lmm-gap has none and computes none
-        fields["noisy_max"] = out.noisy_max
-    if opts.mechanism in ("lmm", "lmm-gap", "lmm-tight"):
-        fields["ell"] = "inf" if out.ell is None else out.ell
     if opts.neighbours == "replace":
         fields["n"] = records.n
         fields["n_note"] = (
@@ -380,65 +471,81 @@ def run_mechanism(
     *,
     max_record_items: int | None = None,
 ) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
-    """Run opts.mechanism on ranked counts: (outcome, extra public params, ledger)."""
-    name = opts.mechanism
-    if name in ("lmm", "lmm-gap"):
-        gap = name == "lmm-gap"
-        split = (gap_split if gap else paper_split)(opts.eps, opts.delta)
-        run = lmm_gap.run if gap else lmm.run
-        out = run(counts, split, rng, ell_max=opts.ell_max, universe_size=universe_size)
-        extra = {
-            "ell_max": opts.ell_max,
-            "split": {
-                "alpha_m": str(split.alpha_m),
-                "alpha_s": str(split.alpha_s),
-                "alpha_a": str(split.alpha_a),
-                "delta_m": str(split.delta_m),
-                "delta_s": str(split.delta_s),
-                "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
-            },
-        }
-        return out, extra, margin_ledger(split, opts.neighbours, with_max=not gap)
-    if name == lmm_tight.NAME:
-        out = lmm_tight.run(
-            counts, opts.eps, opts.delta, rng, ell_max=opts.ell_max, universe_size=universe_size
-        )
-        tight = lmm_tight.default_split(opts.eps, opts.delta)
-        extra = {"ell_max": opts.ell_max, "split": lmm_tight.split_params(tight)}
-        cost = lmm_tight.cost(opts.eps, opts.delta)
-        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
-    if name in FINITE_UNIVERSE:
-        if universe_size is None:
-            raise ParameterError(f"--mechanism {name} needs a finite universe")
-        runner = {
-            "em": baselines.run_em,
-            "noisy-max-laplace": baselines.run_noisy_max_laplace,
-            "permute-and-flip": baselines.run_permute_and_flip,
-        }[name]
-        out = runner(counts, opts.eps, opts.neighbours, universe_size, rng)
-        cost = baselines.pure_cost(name, opts.eps, opts.neighbours)
-        return out, {}, baselines.cost_ledger(cost, opts.neighbours)
-    if name == "stability":
-        out = baselines.run_stability(counts, opts.eps, opts.delta, rng)
-        cost = baselines.stability_cost(opts.eps, opts.delta)
-        extra = {"threshold": baselines.stability_threshold(opts.eps, opts.delta)}
-        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
-    if name == "choosing":
-        if max_record_items is None:
-            raise ParameterError("--mechanism choosing needs --max-record-items B")
-        growth = math.comb(max_record_items, opts.size)
-        out = baselines.run_choosing(counts, opts.eps, opts.delta, growth, rng)
-        cost = baselines.choosing_cost(opts.eps, opts.delta, growth)
-        extra = {
-            "growth_bound": growth,
-            "threshold": baselines.choosing_threshold(opts.eps, opts.delta, growth),
-        }
-        return out, extra, baselines.cost_ledger(cost, opts.neighbours)
-    if name == "limited-domain":
-        out = baselines.run_limited_domain(counts, opts.eps, opts.delta, opts.candidates, rng)
-        cost = baselines.limited_domain_cost(opts.eps, opts.delta, opts.candidates)
-        return out, {"candidates": opts.candidates}, baselines.cost_ledger(cost, opts.neighbours)
-    raise ParameterError(f"unknown --mechanism {name}")
+    """Run opts.mechanism once on ranked counts: (outcome, extra public params, ledger)."""
+    spec = registry.get(opts.mechanism)
+    if spec.needs_vocabulary and universe_size is None:
+        raise ParameterError(f"--mechanism {spec.name} needs a finite universe")
+    if spec.needs_record_bound and max_record_items is None:
+        raise ParameterError(f"--mechanism {spec.name} needs --max-record-items B")
+    p = opts.public(universe_size, max_record_items)
+    return spec.run(counts, p, rng), spec.extra(p), spec.ledger_of(p)
+
+
+def _release_topk(
+    counts: Identified,
+    records: Records,
+    opts: Options,
+    rng: RandomSource,
+    universe_size: int | None,
+    max_record_items: int | None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """--top K, --sizes or --supports: (result fields, extra public params, composed ledger)."""
+    spec = registry.get(opts.mechanism)
+    p = opts.public(universe_size, max_record_items)
+    namer: topk.ZeroNamer | None = None
+    if universe_size is not None:
+        vocab, sizes = len(records.items), opts.all_sizes
+
+        def namer(view: Any, source: RandomSource) -> tuple[int, ...]:
+            return topk.random_zero_itemset(view, vocab, sizes, source, _support_of(counts))
+
+    picks, last = topk.peel(counts, spec, p, opts.top, rng, namer)
+    _, eps_sup = topk.shares(opts.eps, opts.supports, opts.support_share)
+    if opts.supports:
+        picks = topk.add_supports(picks, eps_sup, rng)
+    round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
+    extra = {"top": opts.top, **spec.extra(round_p)}
+    if opts.supports:
+        extra["support_share"] = str(opts.support_share)
+    entries = []
+    for q in picks:
+        entry: dict[str, Any] = {"rank": q.rank, "items": _names(q.ids, records)}
+        if opts.supports:
+            entry["noisy_support"] = q.noisy_support
+        entry.update(_round_fields(spec, q.outcome))
+        entries.append(entry)
+    fields: dict[str, Any]
+    if opts.top == 1:
+        fields = {"itemset": entries[0]["items"] if entries else None}
+        if opts.supports:
+            fields["noisy_support"] = picks[0].noisy_support if picks else None
+        fields.update(_round_fields(spec, picks[0].outcome if picks else last))
+    else:
+        fields = {"itemsets": entries}
+    return fields, extra, topk.ledger(spec, p, opts.top, eps_sup)
+
+
+def _round_fields(spec: registry.Spec, out: Outcome | None) -> dict[str, Any]:
+    """What a mechanism releases besides the itemset (its noisy max, its stopping rank)."""
+    fields: dict[str, Any] = {}
+    if out is None:
+        return fields
+    if "noisy_max" in spec.releases and out.noisy_max is not None:
+        fields["noisy_max"] = out.noisy_max
+    if "ell" in spec.releases:
+        fields["ell"] = "inf" if out.ell is None else out.ell
+    return fields
+
+
+def _support_of(counts: Any) -> Callable[[list[int]], int]:
+    def support(ids: list[int]) -> int:
+        return int(counts.support(ids))
+
+    return support
+
+
+def _names(ids: Sequence[int], records: Records) -> list[str]:
+    return sort_items(records.items[i] for i in ids_of(ids))
 
 
 def _name(
@@ -501,10 +608,11 @@ def _curator_warnings(records: Records, opts: Options, diag: Diagnostics) -> Non
     """Curator-only warnings (stderr): they depend on the data and are not private."""
     n = records.n
     lengths = records.indptr[1:] - records.indptr[:-1]
-    if n == 0 or not (lengths >= opts.size).any():
+    smallest = min(opts.all_sizes)
+    if n == 0 or not (lengths >= smallest).any():
         diag.warnings.append(
             "no usable records (empty input, or every record has fewer than "
-            f"{opts.size} items); the mechanism still ran and its answer is almost surely none"
+            f"{smallest} items); the mechanism still ran and its answer is almost surely none"
         )
     if opts.neighbours == "replace" and n > 0 and opts.delta >= Fraction(1, n):
         diag.warnings.append(

@@ -19,10 +19,16 @@ import click
 
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
-from dpfim.api import MECHANISMS, NEIGHBOURS, Diagnostics, Options, mine_file
+from dpfim.api import (
+    NEIGHBOURS,
+    Diagnostics,
+    Options,
+    check_options,
+    mine_file,
+    none_hint,
+)
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
-from dpfim.mechanisms import lmm_tight
-from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
+from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
 from dpfim.readers import COMPRESSIONS, FORMATS
 from dpfim.result import (
@@ -47,6 +53,10 @@ LIBRARY_OPTIONS = (
     "max_record_items",
     "universe_items",
     "size",
+    "sizes",
+    "top",
+    "supports",
+    "support_share",
     "eps",
     "delta",
     "mechanism",
@@ -77,7 +87,30 @@ def cli() -> None:
 @click.argument("input_path", metavar="INPUT")
 @click.option("--eps", required=True, help="Privacy parameter epsilon > 0 (exact decimal).")
 @click.option("--delta", required=True, help="Privacy parameter delta in (0, 1), e.g. 1e-6.")
-@click.option("-r", "--size", default=2, show_default=True, type=int, help="Itemset size r (1-5).")
+@click.option("-r", "--size", default=None, type=int, help="Itemset size r (1-5) [default: 2].")
+@click.option(
+    "--sizes",
+    default=None,
+    help="Rank itemsets of several sizes together: 2,3 or a range 1-3 (instead of --size).",
+)
+@click.option(
+    "--top",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Release up to K distinct itemsets in rank order (peeling: K rounds at eps/K, "
+    "delta/K each; stops at the first none, the full budget is charged).",
+)
+@click.option(
+    "--supports",
+    is_flag=True,
+    help="Also release a noisy support (exact discrete Laplace) of each released itemset.",
+)
+@click.option(
+    "--support-share",
+    default=None,
+    help="Share of --eps spent on --supports [default: 0.25]; the rest selects.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -119,7 +152,7 @@ def cli() -> None:
     "--mechanism",
     default="lmm",
     show_default=True,
-    type=click.Choice(MECHANISMS),
+    type=click.Choice(registry.NAMES),
     help="Selection mechanism.",
 )
 @click.option(
@@ -192,6 +225,7 @@ def mine(input_path: str, **opt: Any) -> None:
 
     Prints one JSON result (schema dpfim.result/1) to stdout, or writes it to -o FILE.
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
+    With --top K: "itemsets", up to K distinct itemsets in rank order.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
     4 budget exhausted, 5 ledger not writable, 6 out of memory (exact counting does not fit
     --max-memory), 7 result not writable, 130 interrupted.
@@ -200,6 +234,7 @@ def mine(input_path: str, **opt: Any) -> None:
     Examples:
       dpfim mine baskets.csv --eps 1 --delta 1e-6
       dpfim mine retail.dat.gz --size 3 --eps 0.5 --delta 1e-8 -o top.json
+      dpfim mine retail.dat --top 10 --supports --eps 2 --delta 1e-6
       zcat orders.csv.gz | dpfim mine - --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6
     """
@@ -234,8 +269,14 @@ def mine(input_path: str, **opt: Any) -> None:
         write(result, opt["output"], compact=opt["compact"])
     except DpfimError as exc:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
-    if result["itemset"] is None and not opt["quiet"]:
-        _say(_none_hint(opt["eps"], opt["delta"], opt["size"], opt["mechanism"]))
+    released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
+    if not opt["quiet"] and (not released or released[0] is None):
+        _say(_none_hint(opt))
+    elif not opt["quiet"] and len(released) < opt["top"]:
+        _say(
+            f"released {len(released)} of --top {opt['top']}: round {len(released) + 1} answered "
+            "none; the full (eps, delta) is charged (docs/privacy.md §19)"
+        )
 
 
 def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
@@ -294,18 +335,28 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option("--delta", default="1e-6", show_default=True, help="delta for every run.")
 @click.option(
     "--mechanisms",
-    default=",".join(MECHANISMS),
+    default=",".join(registry.NAMES),
     show_default=True,
     help="Comma-separated mechanisms to compare.",
 )
 @click.option("--trials", default=200, show_default=True, type=int, help="Runs per cell.")
 @click.option(
     "--neighbours",
-    default="add-remove",
+    default="replace",
     show_default=True,
     type=click.Choice(NEIGHBOURS),
-    help="Relation the mechanisms are calibrated for (add-remove-only ones skip under replace).",
+    help="Relation the mechanisms are calibrated for; the default is mine's (replace, the "
+    "paper's model). Mechanisms valid only under add-remove are skipped, each said on stderr.",
 )
+@click.option(
+    "--top",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Evaluate top-K releases (as mine --top K): FNR@K, precision, rank error.",
+)
+@click.option("--supports", is_flag=True, help="Also release noisy supports (as mine --supports).")
+@click.option("--support-share", default=None, help="As mine --support-share [default: 0.25].")
 @click.option(
     "--universe-size",
     type=int,
@@ -376,6 +427,16 @@ def evaluate(input_path: str, **opt: Any) -> None:
         raise ParameterError(f"--trials must be at least 1, got {opt['trials']}")
     mechanisms = ev.parse_list(opt["mechanisms"], "--mechanisms")
     chosen = ev.plan(mechanisms, opt["neighbours"])
+    check_options(  # --top, --support-share: usage errors before any data is read
+        size=opt["size"],
+        eps=eps_values[0],
+        delta=opt["delta"],
+        mechanism="lmm",  # valid under both relations; the mechanisms are checked per run
+        neighbours=opt["neighbours"],
+        top=opt["top"],
+        supports=opt["supports"],
+        support_share=opt["support_share"],
+    )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
     check_src(input_path)
@@ -411,13 +472,22 @@ def evaluate(input_path: str, **opt: Any) -> None:
         candidates=opt["candidates"],
         rng=opt["seed"],
         progress=progress,
+        top=opt["top"],
+        supports=opt["supports"],
+        support_share=opt["support_share"],
     )
     header = (
         f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
         f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
     )
     if opt["csv_path"] is not None:
-        write_text(header + table.to_csv(index=False), opt["csv_path"], flag="--csv")
+        # No comment line (CSV readers reject it): the label is a column, and stderr says it.
+        labelled = table.copy()
+        labelled.insert(0, "not_private", True)
+        for col, value in (("size", opt["size"]), ("delta", opt["delta"])):
+            labelled[col] = value
+        labelled["neighbours"] = opt["neighbours"]
+        write_text(labelled.to_csv(index=False), opt["csv_path"], flag="--csv")
     else:
         click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if opt["plot_path"] is not None:
@@ -549,17 +619,23 @@ def _report(diag: Diagnostics) -> None:
         _say(f"[{CURATOR}] time {key}: {seconds:.3f} s")
 
 
-def _none_hint(eps: str, delta: str, size: int, mechanism: str) -> str:
-    """Computed from public parameters only."""
-    if mechanism == lmm_tight.NAME:
-        return lmm_tight.none_hint(check_eps(eps), check_delta(delta), size)
-    make = gap_split if mechanism == "lmm-gap" else paper_split
-    t1 = threshold(1, make(check_eps(eps), check_delta(delta)))
-    return (
-        f"no {size}-itemset was certified (answer: none). At eps={eps}, delta={delta} LMM "
-        f"certifies a winner only when its support leads the runner-up's by more than about "
-        f"{t1} records (plus noise); a larger --eps or --delta lowers that margin."
+def _none_hint(opt: dict[str, Any]) -> str:
+    """Each mechanism's own hint, from the public parameters only."""
+    opts = check_options(
+        size=opt["size"],
+        sizes=opt["sizes"],
+        eps=opt["eps"],
+        delta=opt["delta"],
+        mechanism=opt["mechanism"],
+        neighbours=opt["neighbours"],
+        candidates=opt["candidates"],
+        universe_given=True,
+        max_record_items=opt["max_record_items"],
+        top=opt["top"],
+        supports=opt["supports"],
+        support_share=opt["support_share"],
     )
+    return none_hint(opts, opt["max_record_items"])
 
 
 def main(argv: list[str] | None = None) -> Any:

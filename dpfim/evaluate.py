@@ -18,15 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfim.api import (
-    ADD_REMOVE_ONLY,
-    FINITE_UNIVERSE,
-    MECHANISMS,
-    check_options,
-    run_mechanism,
-)
+from dpfim import topk
+from dpfim.api import check_options, run_mechanism
 from dpfim.engines.local import SupportIndex
-from dpfim.errors import ParameterError
+from dpfim.errors import InputError, ParameterError
+from dpfim.mechanisms import registry
 from dpfim.readers import Records
 from dpfim.samplers.rng import RandomSource, resolve
 
@@ -39,6 +35,21 @@ COLUMNS = (
     "p90_gap",
     "none_rate",
     "median_ell",
+    "ms_per_run",
+)
+# With --top K: FNR@K against the true top K (an itemset tied with the K-th true count is a
+# member), precision of the released itemsets, mean |true rank - released rank|, and the median
+# relative error |noisy - true| / true of the released supports (--supports only).
+TOPK_COLUMNS = (
+    "mechanism",
+    "eps",
+    "top",
+    "trials",
+    "fnr_at_k",
+    "precision",
+    "mean_rank_error",
+    "median_rel_support_error",
+    "mean_released",
     "ms_per_run",
 )
 
@@ -57,18 +68,27 @@ def parse_list(text: str, what: str) -> list[str]:
 
 
 def plan(mechanisms: Sequence[str], neighbours: str) -> Plan:
-    """Which mechanisms run under this neighbouring relation (the others are skipped, said why)."""
-    unknown = [m for m in mechanisms if m not in MECHANISMS]
+    """Which mechanisms run under this neighbouring relation (the others are skipped, said why).
+
+    A plan in which nothing can run is a usage error, never an empty table.
+    """
+    unknown = [m for m in mechanisms if m not in registry.REGISTRY]
     if unknown:
         raise ParameterError(
-            f"--mechanisms: unknown {', '.join(unknown)} (choose from {', '.join(MECHANISMS)})"
+            f"--mechanisms: unknown {', '.join(unknown)} (choose from {', '.join(registry.NAMES)})"
         )
     run, skipped = [], []
     for m in dict.fromkeys(mechanisms):
-        if m in ADD_REMOVE_ONLY and neighbours != "add-remove":
-            skipped.append((m, "valid only under --neighbours add-remove"))
+        if neighbours not in registry.get(m).neighbours:
+            valid = " or ".join(sorted(registry.get(m).neighbours))
+            skipped.append((m, f"valid only under --neighbours {valid}"))
         else:
             run.append(m)
+    if not run:
+        raise ParameterError(
+            f"--mechanisms: none of {', '.join(dict.fromkeys(mechanisms))} can run under "
+            f"--neighbours {neighbours}; pass --neighbours add-remove or another mechanism"
+        )
     return Plan(tuple(run), tuple(skipped))
 
 
@@ -80,25 +100,38 @@ def evaluate(
     delta: str,
     mechanisms: Sequence[str],
     trials: int,
-    neighbours: str = "add-remove",
+    neighbours: str = "replace",
     universe_size: int | None = None,
     max_record_items: int | None = None,
     candidates: int = 10,
     rng: RandomSource | int | None = None,
     progress: bool = False,
+    top: int = 1,
+    supports: bool = False,
+    support_share: str | None = None,
 ) -> pd.DataFrame:
-    """One row per mechanism x eps (see COLUMNS). universe_size: K for the mechanisms that need a
-    finite universe (default: C(d, r) for the d distinct items of the data)."""
+    """One row per mechanism x eps (COLUMNS; TOPK_COLUMNS when top > 1 or supports).
+
+    universe_size: K for the mechanisms that need a finite universe (default: C(d, r) for the d
+    distinct items of the data). Mechanisms not valid under `neighbours` are skipped.
+    """
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
     source, _ = resolve(rng)
     chosen = plan(mechanisms, neighbours).mechanisms
     if universe_size is None:
         universe_size = math.comb(len(records.items), size)
+    finite = [m for m in chosen if registry.get(m).needs_vocabulary]
+    if finite and universe_size < 1:
+        raise InputError(
+            f"the data has {len(records.items)} distinct item(s), fewer than r = {size}: the "
+            f"finite universe of {', '.join(finite)} would be empty; pass --universe-size N "
+            "(N >= r) or leave them out of --mechanisms"
+        )
     lengths = np.diff(records.indptr)
     growth_b = max_record_items or max(size, int(lengths.max()) if len(lengths) else size)
     index = SupportIndex(records, size, progress=progress)
-    index.ensure(1)
+    index.ensure(max(top, 1))
     c1 = int(index.counts[0]) if len(index.counts) else 0
     jobs = [(m, e) for m in chosen for e in eps_values]
     bar = None
@@ -107,6 +140,7 @@ def evaluate(
 
         bar = tqdm(total=len(jobs) * trials, desc="evaluate", unit="run", leave=False)
     rows = []
+    topk_mode = top > 1 or supports
     for mech, eps in jobs:
         opts = check_options(
             size=size,
@@ -117,10 +151,16 @@ def evaluate(
             candidates=candidates,
             universe_given=True,
             max_record_items=growth_b,
+            top=top,
+            supports=supports,
+            support_share=support_share,
         )
         # Only the mechanisms that need a finite universe get one; the others run as they would
         # in `dpfim mine` without --universe-items (open universe, "none" possible).
-        k = universe_size if mech in FINITE_UNIVERSE else None
+        k = universe_size if registry.get(mech).needs_vocabulary else None
+        if topk_mode:
+            rows.append(_topk_row(index, opts, k, growth_b, trials, source, bar))
+            continue
         picked: list[int | None] = []
         ells: list[float] = []
         spent = 0.0
@@ -132,14 +172,77 @@ def evaluate(
                 picked.append(int(index.counts[out.index]))
             else:
                 picked.append(0 if out.zero_pick else None)
-            if mech in ("lmm", "lmm-gap", "lmm-tight"):
+            if "ell" in registry.get(mech).releases:
                 ells.append(math.inf if out.ell is None else float(out.ell))
             if bar is not None:
                 bar.update(1)
         rows.append(_row(mech, Fraction(eps), picked, ells, c1, spent / trials))
     if bar is not None:
         bar.close()
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(TOPK_COLUMNS if topk_mode else COLUMNS))
+
+
+def _topk_row(
+    index: SupportIndex,
+    opts: Any,
+    universe_size: int | None,
+    growth_b: int,
+    trials: int,
+    source: RandomSource,
+    bar: Any,
+) -> dict[str, Any]:
+    """Top-k metrics of one mechanism x eps over `trials` runs of the real peeling code."""
+    spec = registry.get(opts.mechanism)
+    p = opts.public(universe_size, growth_b)
+    _, eps_sup = topk.shares(opts.eps, opts.supports, opts.support_share)
+    k = opts.top
+    kth = int(index.counts[k - 1]) if len(index.counts) >= k else 0
+
+    def namer(view: Any, rng: RandomSource) -> tuple[int, ...]:
+        # Which zero-count itemset is named does not change any metric (its count is 0), so a
+        # distinct placeholder identity stands for it (it is removed from later rounds).
+        placeholder: tuple[int, ...] = (-2 - int(view.removed_zero),)
+        return placeholder + (-1,) * (int(opts.size) - 1)
+
+    fnr: list[float] = []
+    precision: list[float] = []
+    rank_err: list[int] = []
+    rel_err: list[float] = []
+    released: list[int] = []
+    spent = 0.0
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        picks, _ = topk.peel(index, spec, p, k, source, namer if universe_size else None)
+        if opts.supports:
+            picks = topk.add_supports(picks, eps_sup, source)
+        spent += time.perf_counter() - t0
+        counts = [q.count for q in picks]
+        hits = sum(1 for c in counts if c >= kth)
+        fnr.append(1 - min(hits, k) / k)
+        released.append(len(picks))
+        if picks:
+            precision.append(hits / len(picks))
+            if any(c == 0 for c in counts):
+                index.ensure(2**62)  # the true rank of a zero-count pick needs every count
+            true = topk.true_ranks(index.counts, counts)
+            rank_err.extend(abs(t - q.rank) for t, q in zip(true, picks, strict=True))
+        for q in picks:
+            if q.noisy_support is not None and q.count > 0:
+                rel_err.append(abs(q.noisy_support - q.count) / q.count)
+        if bar is not None:
+            bar.update(1)
+    return {
+        "mechanism": opts.mechanism,
+        "eps": float(opts.eps),
+        "top": k,
+        "trials": trials,
+        "fnr_at_k": float(np.mean(fnr)),
+        "precision": float(np.mean(precision)) if precision else math.nan,
+        "mean_rank_error": float(np.mean(rank_err)) if rank_err else math.nan,
+        "median_rel_support_error": float(np.median(rel_err)) if rel_err else math.nan,
+        "mean_released": float(np.mean(released)),
+        "ms_per_run": 1000 * spent / trials,
+    }
 
 
 def _row(
@@ -168,17 +271,22 @@ def plot(table: pd.DataFrame, path: str, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    left, right = ("fnr_at_k", "precision") if "fnr_at_k" in table else ("mean_gap", "p_top")
     fig, (ax_gap, ax_top) = plt.subplots(1, 2, figsize=(11, 4.2))
     for mech, part in table.groupby("mechanism", sort=False):
         part = part.sort_values("eps")
-        ax_gap.plot(part["eps"], part["mean_gap"], marker="o", label=str(mech))
-        ax_top.plot(part["eps"], part["p_top"], marker="o", label=str(mech))
+        ax_gap.plot(part["eps"], part[left], marker="o", label=str(mech))
+        ax_top.plot(part["eps"], part[right], marker="o", label=str(mech))
     for ax in (ax_gap, ax_top):
         ax.set_xscale("log")
         ax.set_xlabel("epsilon")
         ax.grid(True, alpha=0.3)
-    ax_gap.set_ylabel("mean support gap c(1) - c(selected), answered runs")
-    ax_top.set_ylabel("P(selected is a top-support itemset)")
+    if left == "fnr_at_k":
+        ax_gap.set_ylabel("FNR@K (share of the true top K not released)")
+        ax_top.set_ylabel("precision of the released itemsets")
+    else:
+        ax_gap.set_ylabel("mean support gap c(1) - c(selected), answered runs")
+        ax_top.set_ylabel("P(selected is a top-support itemset)")
     ax_top.set_ylim(-0.02, 1.02)
     ax_top.legend(fontsize=8, loc="lower right")
     fig.suptitle(f"{title} (NOT PRIVATE: evaluation on exact counts)", fontsize=10)

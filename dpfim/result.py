@@ -38,6 +38,8 @@ RELEASABLE = frozenset(
     {
         "schema",
         "itemset",
+        "itemsets",  # --top K > 1: [{"rank", "items", "noisy_support"?, ...}], rank order
+        "noisy_support",  # --supports with K = 1: a noisy count, never exact
         "noisy_max",
         "ell",
         "n",

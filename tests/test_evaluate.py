@@ -38,6 +38,7 @@ def test_a_clear_winner_is_always_found_and_a_tie_is_found_half_way() -> None:
         mechanisms=["lmm", "em"],
         trials=200,
         rng=2,
+        neighbours="add-remove",
     )
     lmm = close[close.mechanism == "lmm"].iloc[0]
     em = close[close.mechanism == "em"].iloc[0]
@@ -68,6 +69,8 @@ def test_cli_writes_csv_and_plot(tmp_path: Path) -> None:
             "3",
             "--mechanisms",
             "lmm,lmm-gap,limited-domain",
+            "--neighbours",
+            "add-remove",
             "--csv",
             str(out_csv),
             "--plot",
@@ -76,10 +79,9 @@ def test_cli_writes_csv_and_plot(tmp_path: Path) -> None:
     )
     assert code == 0, err
     assert "NOT PRIVATE" in err and out == ""
-    lines = out_csv.read_text().splitlines()
-    assert lines[0].startswith("# NOT PRIVATE")
-    rows = list(csv.DictReader(lines[1:]))
+    rows = list(csv.DictReader(out_csv.read_text().splitlines()))
     assert len(rows) == 6 and {r["mechanism"] for r in rows} == {"lmm", "lmm-gap", "limited-domain"}
+    assert all(r["not_private"] == "True" for r in rows)
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -101,3 +103,85 @@ def test_bad_options_are_one_line_usage_errors(
     code, out, err = run(["evaluate", str(data), *extra])
     assert code == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+# --- issue 10: #8 (empty data, nothing runnable), #9 (CSV readers), #17 (neighbours default) ---
+
+
+@pytest.mark.parametrize("content", ["", "a\n", "\n\n"])
+def test_empty_or_one_item_data_with_a_finite_universe_is_a_data_error(
+    tmp_path: Path, content: str
+) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text(content)
+    code, out, err = run(
+        ["evaluate", str(data), "--mechanisms", "em,noisy-max-laplace,permute-and-flip"]
+    )
+    assert code == 3 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert "internal error" not in err and "fewer than r = 2" in last and "--universe-size" in last
+
+
+def test_nothing_runnable_under_the_neighbours_is_a_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n" * 5)
+    code, out, err = run(
+        ["evaluate", str(data), "--mechanisms", "lmm-gap,choosing", "--neighbours", "replace"]
+    )
+    assert code == 2 and out == ""
+    assert "Empty DataFrame" not in err and len(err.strip().splitlines()) == 1
+    assert "none of lmm-gap, choosing can run under --neighbours replace" in err
+
+
+def test_csv_is_readable_by_pandas_and_keeps_the_not_private_label(tmp_path: Path) -> None:
+    import pandas as pd
+
+    data = tmp_path / "b.csv"
+    data.write_text("\n".join(",".join(r) for r in _records(300)) + "\n")
+    out_csv = tmp_path / "t.csv"
+    code, _, err = run(
+        [
+            "evaluate",
+            str(data),
+            "--eps",
+            "1",
+            "--trials",
+            "3",
+            "--seed",
+            "1",
+            "--mechanisms",
+            "lmm,stability",
+            "--csv",
+            str(out_csv),
+        ]
+    )
+    assert code == 0, err
+    assert not out_csv.read_text().startswith("#")
+    table = pd.read_csv(out_csv)
+    assert list(table["mechanism"]) == ["lmm", "stability"]
+    assert table["not_private"].all() and "NOT PRIVATE" in err
+    assert set(table["neighbours"]) == {"replace"} and set(table["size"]) == {2}
+
+
+def test_evaluate_defaults_to_replace_like_mine_and_says_what_it_skips(tmp_path: Path) -> None:
+    data = tmp_path / "b.csv"
+    data.write_text("\n".join(",".join(r) for r in _records(300)) + "\n")
+    code, out, err = run(
+        [
+            "evaluate",
+            str(data),
+            "--eps",
+            "1",
+            "--trials",
+            "2",
+            "--seed",
+            "1",
+            "--mechanisms",
+            "lmm,lmm-gap,limited-domain",
+        ]
+    )
+    assert code == 0, err
+    assert "skipping lmm-gap" in err and "skipping limited-domain" in err
+    assert "neighbours = replace" in out
+    code, help_text, _ = run(["evaluate", "--help"])
+    assert "replace" in help_text.split("--neighbours")[1].split("--")[0]

@@ -47,6 +47,11 @@ class VectorCounts:
         return self._counts
 
     @property
+    def itemsets(self) -> np.ndarray:
+        """Each sorted entry's input position, as a one-column row (its identity)."""
+        return self._order.reshape(-1, 1)
+
+    @property
     def complete(self) -> bool:
         return True
 

@@ -175,9 +175,10 @@ class Groups:
         known = self.counts.counts
         if len(known) > self.universe_size:
             raise ValueError("more nonzero itemsets than the universe holds")
-        values, mult = np.unique(known, return_counts=True)
-        self.values = [int(v) for v in values[::-1]]
-        self.mult = [int(m) for m in mult[::-1]]
+        # counts are in decreasing order (RankedCounts): runs of equal values, found in O(N)
+        starts = np.flatnonzero(np.diff(known, prepend=np.int64(-1)))
+        self.values = known[starts].tolist()
+        self.mult = np.diff(np.append(starts, len(known))).tolist()
         self.rest = self.universe_size - len(known)
         # suffix[g]: itemsets in groups g, g+1, ... plus the rest
         self.suffix = [0] * (len(self.mult) + 1)

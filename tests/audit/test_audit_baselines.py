@@ -22,6 +22,7 @@ import dpaudit as A
 import pytest
 
 from dpfim.mechanisms import baselines as B
+from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, VectorCounts
 from dpfim.samplers.rng import seeded_source
 
@@ -43,22 +44,21 @@ class Case:
 
 
 def _run(name: str, neighbours: str, counts: Sequence[int], rng: Any) -> Outcome:
+    """The registry's run function, the one `dpfim mine` calls (dpfim/mechanisms/registry.py)."""
     vec = VectorCounts(counts)
-    if name == "em":
-        return B.run_em(vec, EPS, neighbours, K, rng)
     if name == "em-broken":  # the monotone weight exp(eps c) under replace-one: not private
         return B.run_em(vec, EPS, "add-remove", K, rng)
-    if name == "noisy-max-laplace":
-        return B.run_noisy_max_laplace(vec, EPS, neighbours, K, rng)
-    if name == "permute-and-flip":
-        return B.run_permute_and_flip(vec, EPS, neighbours, K, rng)
-    if name == "stability":
-        return B.run_stability(vec, EPS, DELTA, rng)
-    if name == "choosing":
-        return B.run_choosing(vec, EPS, DELTA, GROWTH, rng)
-    if name == "limited-domain":
-        return B.run_limited_domain(vec, EPS, DELTA, 2, rng)
-    raise ValueError(name)
+    spec = registry.get(name)
+    public = registry.Public(
+        EPS,
+        DELTA,
+        neighbours=neighbours,
+        candidates=2,
+        max_record_items=3,  # choosing's growth bound C(3, 2) = GROWTH
+        universe_size=K if spec.needs_vocabulary else None,
+    )
+    assert not spec.needs_record_bound or public.growth == GROWTH
+    return spec.run(vec, public, rng)
 
 
 def _chunk(args: tuple[str, str, tuple[int, ...], int, int]) -> list[A.Output]:

@@ -1,0 +1,208 @@
+"""Top-k on top of any registered mechanism: peeling, and noisy supports (docs/privacy.md, top-k).
+
+Peeling: K rounds of the chosen mechanism, round j on the counts with the itemsets released in
+rounds 1..j-1 removed (a `views.Without` over the shared engine: counting is done once), each at
+(eps_sel/K, delta/K). The run stops at the first "none". By basic sequential composition (exact
+rationals) the K planned rounds are (eps_sel, delta)-DP, and stopping early is a post-processing
+of the K-round output, so the ledger charges the planned total, never the rounds actually run.
+
+Supports: for the m released itemsets, c(I_i) + DLap(m / eps_sup) each. One record moves each
+count by at most 1 under both relations (replace-one: a count is 1 only if the record holds the
+itemset; replacing it removes one record and adds one, and an itemset in both is unchanged), so
+the L1 sensitivity of the m-vector is m; m is public once the selection is released.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfim.ledger import amount
+from dpfim.mechanisms.base import Outcome
+from dpfim.mechanisms.registry import Public, Spec
+from dpfim.samplers.laplace import discrete_laplace
+from dpfim.samplers.rng import RandomSource
+from dpfim.views import Identified, Key, Without, ids_of
+
+MAX_TOP = 1000
+DEFAULT_SUPPORT_SHARE = Fraction(1, 4)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One released itemset. `count` is its EXACT support: internal only (evaluate reads it),
+    never part of a result."""
+
+    rank: int
+    ids: tuple[int, ...]
+    count: int
+    outcome: Outcome
+    noisy_support: int | None = None
+
+
+# name_zero(view, rng) -> the ids of a uniformly random zero-count itemset not yet released
+ZeroNamer = Callable[[Without, RandomSource], tuple[int, ...]]
+
+
+def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fraction]:
+    """(eps for the selection, eps for the supports): exact; they sum to eps."""
+    if not supports:
+        return eps, Fraction(0)
+    return eps * (1 - share), eps * share
+
+
+def peel(
+    counts: Identified,
+    spec: Spec,
+    p: Public,
+    k: int,
+    rng: RandomSource,
+    name_zero: ZeroNamer | None = None,
+) -> tuple[list[Pick], Outcome | None]:
+    """Up to k itemsets in rank order, and the outcome of the round that answered none (None
+    if no round did); p holds the selection's whole (eps, delta).
+
+    name_zero: how to name a zero-count pick (declared universe); None (open universe): a
+    zero-count pick is the answer none and ends the run.
+    """
+    view = Without(counts)
+    round_p = p.scaled(p.eps / k, p.delta / k)
+    picks: list[Pick] = []
+    for rank in range(1, k + 1):
+        universe = None if p.universe_size is None else p.universe_size - len(view.removed)
+        if universe is not None and universe <= 0:
+            break
+        out = spec.run(view, round_p.with_universe(universe), rng)
+        if out.index is not None:
+            key = view.key(out.index)
+            count = int(view.counts[out.index])
+        elif out.zero_pick and name_zero is not None:
+            key, count = name_zero(view, rng), 0
+        else:
+            return picks, out
+        view.remove(key, count)
+        picks.append(Pick(rank, key, count, out))
+    return picks, None
+
+
+def add_supports(picks: list[Pick], eps_support: Fraction, rng: RandomSource) -> list[Pick]:
+    """Each pick with c(I) + DLap(m / eps_support), m = len(picks) (the L1 sensitivity)."""
+    if not picks:
+        return picks
+    scale = Fraction(len(picks)) / eps_support
+    return [
+        Pick(q.rank, q.ids, q.count, q.outcome, q.count + discrete_laplace(scale, rng))
+        for q in picks
+    ]
+
+
+def ledger(
+    spec: Spec,
+    p: Public,
+    k: int,
+    eps_support: Fraction,
+) -> dict[str, Any]:
+    """The composed ledger: K rounds at (eps_sel/K, delta/K) plus the supports, exact sums."""
+    round_p = p.scaled(p.eps / k, p.delta / k)
+    round_cost = spec.cost(round_p)
+    sel_eps = k * round_cost.eps
+    sel_delta = k * round_cost.delta
+    steps = [
+        {
+            "step": f"peeling: {k} rounds of {spec.name}, each on the counts without the "
+            f"itemsets already released, each ({round_cost.eps}, {round_cost.delta})-DP",
+            "releases": "itemsets (rank order)",
+            "eps": amount(sel_eps),
+            "delta": amount(sel_delta),
+        }
+    ]
+    if eps_support > 0:
+        steps.append(
+            {
+                "step": "noisy supports: c(I) + DLap(m/eps_sup) for the m released itemsets "
+                "(L1 sensitivity m: one record moves each count by at most 1)",
+                "releases": "noisy_support",
+                "eps": amount(eps_support),
+                "delta": amount(Fraction(0)),
+            }
+        )
+    return {
+        "neighbours": p.neighbours,
+        "eps": amount(sel_eps + eps_support),
+        "delta": amount(sel_delta),
+        "composition": "basic sequential composition, exact rationals",
+        "steps": steps,
+        "round": spec.ledger_of(round_p),
+        "note": (
+            f"All {k} planned rounds are charged even when the run stops early at a none: "
+            "whether it stops depends on the data, so only the planned total is a valid "
+            "bound (docs/privacy.md, top-k). Each run spends (eps, delta); repeated runs on the "
+            "same data compose."
+        ),
+    }
+
+
+def random_zero_itemset(
+    view: Without,
+    vocab: int,
+    sizes: Sequence[int],
+    rng: RandomSource,
+    support: Callable[[list[int]], int],
+) -> tuple[int, ...]:
+    """A uniformly random itemset of support 0 over the r-subsets (r in sizes) of a declared
+    vocabulary, among those not yet released. Only reached once the counts are complete (the
+    search went past every nonzero itemset), so every nonzero itemset is in view or removed.
+    The key is padded with -1 to the view's row width."""
+    width = int(view.itemsets.shape[1])
+    released = set(view.removed)
+    rows = view.itemsets
+    widths = np.bincount((rows >= 0).sum(axis=1), minlength=max(sizes) + 1)
+    nonzero_by_size = {r: int(widths[r]) for r in sizes}
+    for key, c in view.removed.items():
+        if c > 0:
+            nonzero_by_size[len(ids_of(key))] += 1
+    zero_released = {r: 0 for r in sizes}
+    for key, c in view.removed.items():
+        if c == 0:
+            zero_released[len(ids_of(key))] += 1
+    free = {r: math.comb(vocab, r) - nonzero_by_size[r] - zero_released[r] for r in sizes}
+    total = sum(free.values())
+    if total <= 0:
+        raise AssertionError("no zero-count itemset left in the declared universe")
+    pick = rng.randbelow(total)
+    for r in sizes:
+        if pick < free[r]:
+            break
+        pick -= free[r]
+
+    def pad(ids: Sequence[int]) -> Key:
+        return tuple(sorted(int(i) for i in ids)) + (-1,) * (width - len(ids))
+
+    universe = math.comb(vocab, r)
+    if free[r] * 64 < universe:  # rare: enumerate the free ones
+        known = {tuple(int(x) for x in row) for row in view.itemsets} | released
+        zeros = [pad(c) for c in itertools.combinations(range(vocab), r)]
+        zeros = [z for z in zeros if z not in known]
+        return zeros[rng.randbelow(len(zeros))]
+    while True:
+        pool = list(range(vocab))
+        chosen: list[int] = []
+        for j in range(r):  # partial Fisher-Yates: a uniform r-subset
+            m = j + rng.randbelow(vocab - j)
+            pool[j], pool[m] = pool[m], pool[j]
+            chosen.append(pool[j])
+        key = pad(chosen)
+        if key not in released and support(sorted(chosen)) == 0:
+            return key
+
+
+def true_ranks(counts: np.ndarray, picked: Sequence[int]) -> list[int]:
+    """Competition ranks 1 + #{count > c} of the picked counts (evaluate only: NOT private)."""
+    neg = -counts
+    return [1 + int(np.searchsorted(neg, -c, side="left")) for c in picked]
