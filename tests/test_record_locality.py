@@ -24,9 +24,19 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from reader_paths import force_fast_readers
 
 from dpfim.errors import InputError
 from dpfim.readers import Records, read_records
+
+
+@pytest.fixture(autouse=True, params=["small-input paths", "big-input paths"])
+def reader_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every property twice: as shipped (small inputs take the numpy and line parsers) and with
+    the big-input paths forced on (compiled FIMI tokeniser, arrow CSV, compiled grouping)."""
+    if request.param == "big-input paths":
+        force_fast_readers(monkeypatch)
+
 
 # CI runs 4x the examples of the quick local loop.
 SETTINGS = settings(

@@ -9,6 +9,7 @@ readers stream: the input is read in chunks and only the compact records are kep
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from typing import BinaryIO
 from dpfim.errors import ParameterError
 from dpfim.params import check_sep
 from dpfim.readers import basket, fimi, jsonl, long
+from dpfim.readers.prefetch import prefetched
 from dpfim.readers.records import (
     RecordBuilder,
     Records,
@@ -168,13 +170,20 @@ def read_records(
                 )
     else:
         builder = RecordBuilder(vocab)
+        size = input_size(src)
+        # compressed files: assume ~4x, so a policy by input size sees the decompressed bytes
+        builder.size_hint = None if size is None else size * (1 if comp == "none" else 4)
         read_chunk = _CHUNK_READERS[decided]
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
         with open_input(src, comp, stdin) as (stream, raw, label):
-            for chunk, first in chunks(_progress(stream, raw, src, progress), name, label):
-                if looks_long is not None:
-                    looks_long.see(chunk, first, sep)
-                read_chunk(chunk, first, name, sep, builder)
+            # big FIMI inputs: the next chunk is read while the compiled tokeniser runs
+            big = decided == "fimi" and (builder.size_hint or 0) >= fimi.COMPILED_FROM
+            pieces = prefetched(chunks(_progress(stream, raw, src, progress), name, label), big)
+            with contextlib.closing(pieces):
+                for chunk, first in pieces:
+                    if looks_long is not None:
+                        looks_long.see(chunk, first, sep)
+                    read_chunk(chunk, first, name, sep, builder)
         records = builder.build()
         if looks_long is not None and warn is not None and looks_long.verdict():
             warn(

@@ -18,6 +18,7 @@ from dpfim.samplers.rng import RandomSource
 # From this many tokens in one chunk on, pandas' hash table pays for its import (~0.5 s; about 3x
 # faster than a dict at 10^6 tokens); below it the import would dominate for small files.
 _PANDAS_FROM = 1_000_000
+_RESERVE_MAX = 1 << 28  # ids (1 GiB of address space) in one buffer at most
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,13 @@ class Vocabulary:
         self.items.append(item)
         return len(self.items) - 1
 
+    def append_new(self, items: Iterable[str]) -> None:
+        """Append items known to be absent (a compiled reader numbered them already: they get
+        the next ids, in this order)."""
+        for item in items:
+            self._index[item] = len(self.items)
+            self.items.append(item)
+
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
         """The ids (int64, -1 = dropped) of a chunk of trimmed tokens."""
         codes, uniques = factorize(tokens)
@@ -95,6 +103,10 @@ class RecordBuilder:
         self.vocab = vocab
         self._ids: list[np.ndarray] = []
         self._lengths: list[np.ndarray] = []
+        self.size_hint: int | None = None  # the input's byte size, when known (reader policy)
+        self.scratch: dict[str, object] = {}  # a format reader's state across chunks
+        self._buf = np.zeros(0, dtype=np.int32)  # ids written in place (reserve/commit)
+        self._used = 0
 
     def add_tokens(self, tokens: Sequence[str], lengths: Sequence[int] | np.ndarray) -> None:
         """Records given as their trimmed tokens, concatenated, and each record's token count."""
@@ -105,6 +117,7 @@ class RecordBuilder:
         n = len(lengths)
         if n == 0:
             return
+        self._seal()
         width = max(len(self.vocab), 1)
         rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
         keep = ids >= 0
@@ -116,9 +129,43 @@ class RecordBuilder:
         self._ids.append(item_ids.astype(np.int32))
         self._lengths.append(np.bincount(rows, minlength=n).astype(np.int64))
 
+    def add_sorted(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """Records whose ids (int32, all >= 0) are already sorted and deduplicated within each
+        record, concatenated, and their lengths (int64)."""
+        if len(lengths):
+            self._seal()
+            self._ids.append(ids)
+            self._lengths.append(lengths)
+
+    def reserve(self, count: int, expected: int = 0) -> np.ndarray:
+        """A writable int32 array of at least `count` free slots: sorted, deduplicated ids
+        written to its start and then `commit`ted join the records without a copy. `expected`
+        (the likely total over the whole input) sizes a new buffer: untouched slots cost
+        address space, not memory, so one buffer for the whole input saves the final copy."""
+        if len(self._buf) - self._used < count:
+            self._seal()
+            self._buf = np.empty(max(count, min(expected, _RESERVE_MAX)), dtype=np.int32)
+        return self._buf[self._used :]
+
+    def commit(self, n_ids: int, lengths: np.ndarray) -> None:
+        """The next records: their ids are the first n_ids slots `reserve` gave."""
+        self._used += n_ids
+        self._lengths.append(lengths)
+
+    def _seal(self) -> None:
+        if self._used:
+            self._ids.append(self._buf[: self._used])
+            self._buf = self._buf[self._used :]
+            self._used = 0
+
     def build(self) -> Records:
+        self._seal()
+        self._buf = np.zeros(0, dtype=np.int32)
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
-        indices = np.concatenate(self._ids) if self._ids else np.zeros(0, np.int32)
+        if len(self._ids) == 1:
+            indices = self._ids[0]  # one buffer (a big file read by a compiled reader): no copy
+        else:
+            indices = np.concatenate(self._ids) if self._ids else np.zeros(0, np.int32)
         indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         self._ids, self._lengths = [], []

@@ -1,0 +1,309 @@
+"""The readers' big-input paths (compiled FIMI tokeniser, pyarrow CSV chunks, compiled long
+grouping) read exactly what the small-input paths read: the same records, in the same order,
+or the same data error naming the same line. Random files, split into small chunks so that
+paths change between chunks and the vocabulary is shared across them."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from reader_paths import force_fast_readers, force_slow_readers
+
+import dpfim.readers as readers
+from dpfim.errors import InputError
+from dpfim.readers import Records, long, read_records, source
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+DATA = Path("/work/shared/data")
+
+
+def as_rows(records: Records) -> list[list[str]]:
+    """Records as item strings, each record's ids checked sorted and distinct."""
+    rows = []
+    for k in range(records.n):
+        ids = records.indices[records.indptr[k] : records.indptr[k + 1]].tolist()
+        assert ids == sorted(set(ids)), "a record's ids must be sorted and distinct"
+        rows.append(sorted(records.items[i] for i in ids))
+    return rows
+
+
+def read_both(
+    monkeypatch: pytest.MonkeyPatch, path: Path, chunk: int | None, **kw: object
+) -> tuple[list[list[str]] | str, list[list[str]] | str]:
+    """(small-input paths, big-input paths): records as strings, or the error message."""
+    chunks = source.chunks if chunk is None else functools.partial(source.chunks, size=chunk)
+    monkeypatch.setattr(readers, "chunks", chunks)
+    monkeypatch.setattr(long, "chunks", chunks)
+    got = []
+    for force in (force_slow_readers, force_fast_readers):
+        force(monkeypatch)
+        try:
+            got.append(as_rows(read_records(path, **kw)))  # type: ignore[arg-type]
+        except InputError as exc:
+            got.append(str(exc))
+    return got[0], got[1]
+
+
+FIMI_PIECES = [b"1", b"2", b"7", b"42", b"007", b"0", b"00", b"123456789", b"1234567890"]
+FIMI_PIECES += [b"99999999999999999999", b"65536", b"70000", b"33554432", b" ", b"\t", b"  "]
+FIMI_PIECES += [b"\n", b"\r\n", b"\r", b"x", b"\xff", b"\x00", b"-1"]
+
+
+@st.composite
+def fimi_file(draw: st.DrawFn) -> bytes:
+    clean = draw(st.booleans())  # clean files exercise the compiled path, others the fallbacks
+    alphabet = FIMI_PIECES[:17] + [b"\n"] * 6 if clean else FIMI_PIECES
+    pieces = draw(st.lists(st.sampled_from(alphabet), max_size=120))
+    return b"".join(pieces)
+
+
+@pytest.mark.parametrize("universe", [None, ["1", "7", "007", "42", "70000", "x"]])
+def test_fimi_paths_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, universe: list[str] | None
+) -> None:
+    path = tmp_path / "f.dat"
+
+    @SETTINGS
+    @given(content=fimi_file(), chunk=st.sampled_from([None, 1, 5, 16]))
+    def check(content: bytes, chunk: int | None) -> None:
+        note(repr(content))
+        path.write_bytes(content)
+        slow, fast = read_both(monkeypatch, path, chunk, universe=universe)
+        assert fast == slow
+
+    check()
+
+
+def test_fimi_table_grows_and_keeps_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values past the first table size, and past the largest table, read as on the slow path."""
+    path = tmp_path / "f.dat"
+    path.write_bytes(b"1 70000 3\n007 5 1\n40000000 1\n70000 5 70000\n1 2 3\n")
+    slow, fast = read_both(monkeypatch, path, 6)
+    assert fast == slow
+    assert fast[0] == ["1", "3", "70000"]
+
+
+@pytest.mark.parametrize("name", ["retail.dat", "mushroom.dat", "T10I4D100K.dat"])
+def test_fimi_paths_agree_on_the_shared_data(
+    monkeypatch: pytest.MonkeyPatch, name: str, tmp_path: Path
+) -> None:
+    if not (DATA / name).exists():
+        pytest.skip("shared data not present")
+    force_slow_readers(monkeypatch)
+    slow = read_records(DATA / name)
+    force_fast_readers(monkeypatch)
+    fast = read_records(DATA / name)
+    assert fast.items == slow.items or sorted(fast.items) == sorted(slow.items)
+    assert as_rows(fast) == as_rows(slow)
+
+
+# Quote-free field pieces: ASCII and Unicode spaces (str.strip's), separators, CR, BOM, NUL,
+# invalid UTF-8, blank lines.
+CSV_PIECES = ["a", "b", "x1", "é", " ", "\t", "\x0b", "\x1c", "\x85", "\u3000", "\ufeff", ","]
+CSV_PIECES += ["", ";"]
+
+
+@st.composite
+def long_file(draw: st.DrawFn, sep: str) -> bytes:
+    field = st.lists(st.sampled_from(CSV_PIECES), max_size=3).map("".join)
+    ending = st.sampled_from(["\n"] * 6 + ["\r\n", "\r", "\n\n"])
+    lines = ["id" + sep + "item" + sep + "z"]
+    for _ in range(draw(st.integers(0, 40))):
+        n = draw(st.sampled_from([3] * 8 + [2, 4, 0]))
+        lines.append(sep.join(draw(field) for _ in range(n)) + draw(ending))
+    text = lines[0] + "\n" + "".join(lines[1:])
+    raw = text.encode()
+    if draw(st.integers(0, 9)) == 0:  # now and then a byte that is not UTF-8, or a NUL
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.sampled_from([b"\xff", b"\x00", b'"'])) + raw[at:]
+    return raw
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+def test_long_csv_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str) -> None:
+    path = tmp_path / "f.csv"
+
+    @SETTINGS
+    @given(content=long_file(sep), chunk=st.sampled_from([None, 1, 7, 40]))
+    def check(content: bytes, chunk: int | None) -> None:
+        note(repr(content))
+        path.write_bytes(content)
+        kw = {"record_col": "id", "item_col": "item", "sep": sep}
+        slow, fast = read_both(monkeypatch, path, chunk, **kw)
+        assert fast == slow
+
+    check()
+
+
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+def test_basket_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str) -> None:
+    path = tmp_path / "f.csv"
+
+    @SETTINGS
+    @given(content=long_file(","), chunk=st.sampled_from([None, 1, 7, 40]))
+    def check(content: bytes, chunk: int | None) -> None:
+        note(repr(content))
+        path.write_bytes(content)
+        slow, fast = read_both(monkeypatch, path, chunk, sep=sep, fmt="basket")
+        assert fast == slow
+
+    check()
+
+
+def test_the_trimmed_characters_are_exactly_str_strips() -> None:
+    spaces = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
+    assert spaces == long._SPACES
+
+
+def test_the_arrow_path_is_taken_on_a_clean_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards the tests above against comparing the slow path with itself."""
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"id,item\n1, a\n1,b \n2,a\n")
+    force_fast_readers(monkeypatch)
+    calls = []
+    real = long._arrow_chunk
+
+    def spy(*args: object) -> bool:
+        calls.append(real(*args))  # type: ignore[arg-type]
+        return calls[-1]
+
+    monkeypatch.setattr(long, "_arrow_chunk", spy)
+    records = read_records(path, record_col="id", item_col="item")
+    assert calls == [True]
+    assert as_rows(records) == [["a", "b"], ["a"]]
+
+
+@pytest.mark.slow  # compiles from scratch: up to a minute on a busy machine
+def test_numba_cache_works_from_a_read_only_package() -> None:
+    """A read-only install (no __pycache__ writes) still compiles, runs and caches: numba then
+    uses the user's cache directory. Root ignores file modes, so root runs it as nobody."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    import dpfim
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: cannot make a read-only install")
+        prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    base = Path(tempfile.mkdtemp())
+    try:
+        base.chmod(0o755)
+        site = base / "site"
+        shutil.copytree(
+            Path(dpfim.__file__).parent,
+            site / "dpfim",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        for p in sorted(site.rglob("*"), reverse=True):
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        site.chmod(0o555)
+        home = base / "home"
+        home.mkdir(mode=0o777)
+        home.chmod(0o777)
+        data = base / "d.dat"
+        data.write_bytes(b"1 2 3\n3 2\n\n7\n")
+        data.chmod(0o644)
+        code = (  # an editable install's import hook would win over PYTHONPATH: drop it
+            "import sys; sys.meta_path[:] = [m for m in sys.meta_path "
+            "if 'editable' not in getattr(m, '__name__', type(m).__name__)]; "
+            "import dpfim.readers.fimi as f; f.COMPILED_FROM = 0; "
+            "from dpfim.readers import read_records; "
+            f"r = read_records({str(data)!r}); print(r.n, len(r.indices), f.__file__)"
+        )
+        env = {"PYTHONPATH": str(site), "HOME": str(home), "PATH": "/usr/bin:/bin"}
+        out = subprocess.run(
+            [*prefix, sys.executable, "-c", code],
+            env=env,
+            cwd=base,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["4", "6", str(site / "dpfim" / "readers" / "fimi.py")]
+        assert not list(site.rglob("*.nbi")), "the read-only package was written to"
+        assert list(home.rglob("*.nbi")), "numba caches in the user's cache directory"
+    finally:
+        for p in [base, *base.rglob("*")]:
+            p.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def test_compiled_grouping_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(7)
+    from dpfim.readers.records import Vocabulary
+
+    vocab = Vocabulary()
+    for k in range(50):
+        vocab.id_of(str(k))
+    results = []
+    for threshold in (1 << 62, 0):
+        monkeypatch.setattr(long, "COMPILED_FROM", threshold)
+        grouper = long._Grouper(vocab)
+        for _ in range(3):
+            ids = [str(x) for x in rng.integers(0, 30, 200).tolist()]
+            items = [str(x) for x in rng.integers(0, 60, 200).tolist()]  # 50..59: new items
+            grouper.add(ids, items)
+        results.append(as_rows(grouper.build()))
+        rng = np.random.default_rng(7)
+    assert results[0] == results[1]
+
+
+def test_without_numba_the_numpy_paths_read_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fimi_path, long_path = tmp_path / "f.dat", tmp_path / "f.csv"
+    fimi_path.write_bytes(b"1 2 3\n3 2\n\n7\n")
+    long_path.write_bytes(b"id,item\n1,a\n2,b\n1,c\n")
+    force_slow_readers(monkeypatch)
+    expected = [as_rows(read_records(fimi_path)), as_rows(read_records(long_path, **LONG))]
+    force_fast_readers(monkeypatch)
+    monkeypatch.setitem(sys.modules, "dpfim.readers._compiled", None)  # import fails
+    got = [as_rows(read_records(fimi_path)), as_rows(read_records(long_path, **LONG))]
+    assert got == expected
+
+
+LONG = {"record_col": "id", "item_col": "item"}
+
+
+def test_read_ahead_keeps_order_raises_in_order_and_stops_when_closed() -> None:
+    import contextlib
+    import threading
+
+    from dpfim.readers.prefetch import prefetched
+
+    def source(n: int, fail: bool) -> Iterator[tuple[bytes, int]]:
+        for k in range(n):
+            yield str(k).encode(), k
+        if fail:
+            raise InputError("damaged")
+
+    assert list(prefetched(source(50, False))) == [(str(k).encode(), k) for k in range(50)]
+    got = []
+    with pytest.raises(InputError, match="damaged"):
+        for item in prefetched(source(3, True)):
+            got.append(item)
+    assert len(got) == 3
+    before = threading.active_count()
+    pieces = prefetched(source(10**6, False))
+    with contextlib.closing(pieces):
+        next(pieces)
+    assert threading.active_count() == before  # the reading thread was stopped and joined
