@@ -311,7 +311,7 @@ def read_parquet(
         import pyarrow.parquet as pq
     except ImportError:
         raise ParameterError(
-            "reading Parquet needs pyarrow: pip install 'dpfim[parquet]'"
+            "reading Parquet needs pyarrow: pip install pyarrow"
         ) from None
     try:
         parquet = pq.ParquetFile(path)
