@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from dpfim import topk
 from dpfim.engines.local import SupportIndex
@@ -28,6 +30,7 @@ from dpfim.params import (
 from dpfim.readers import (
     Records,
     check_source,
+    default_sep,
     from_transactions,
     read_records,
     read_universe,
@@ -44,8 +47,12 @@ MECHANISMS = registry.NAMES
 FINITE_UNIVERSE = tuple(n for n, s in registry.REGISTRY.items() if s.needs_vocabulary)
 ADD_REMOVE_ONLY = tuple(n for n, s in registry.REGISTRY.items() if "replace" not in s.neighbours)
 PURE = tuple(n for n, s in registry.REGISTRY.items() if s.pure)
+
+if TYPE_CHECKING:
+    from dpfim.engines.spark import SparkCounts
 DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
+ENGINES = ("local", "spark")
 
 
 @dataclass
@@ -296,6 +303,9 @@ def mine_file(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
+    engine: str = "local",
+    spark_master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
     precheck: Callable[[Options], None] | None = None,
     max_memory: int | str | None = None,
 ) -> dict[str, Any]:
@@ -306,6 +316,8 @@ def mine_file(
     parameters only), so an exhausted budget stops the run before any data is read.
     reserve: called with the validated options after the input has been read and before the
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
+    engine: "local", or "spark" (the `spark` extra): the file is read and counted by Spark
+    (spark_master, spark_conf: the session), the mechanism runs here, unchanged.
     max_memory: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
@@ -330,48 +342,81 @@ def mine_file(
             f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
             f"got {max_record_items}"
         )
+    if engine not in ENGINES:
+        raise ParameterError(f"--engine must be one of {', '.join(ENGINES)}: {engine!r}")
+    if engine == "spark" and len(opts.all_sizes) > 1:
+        raise ParameterError("--sizes with --engine spark is not supported yet: run one --size")
     budget = check_memory(max_memory)
     long_cols = record_col is not None or item_col is not None
-    check_source(source)
+    if engine == "spark":
+        from dpfim.engines import spark
+
+        spark.check_source(source, compression)
+    else:
+        check_source(source)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
     if precheck is not None:
         precheck(opts)
     universe = read_universe(universe_items) if universe_items is not None else None
     source_rng, _ = resolve(seed)
     t0 = time.perf_counter()
-    with memory_phase("reading"):
-        records = read_records(
-            source,
-            fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
-            sep=sep,
-            record_col=record_col,
-            item_col=item_col,
-            compression=compression,
-            max_record_items=max_record_items,
-            universe=universe,
-            rng=source_rng,
-            progress=progress,
-            warn=diag.warnings.append,
+    data: Records | SparkCounts
+    if engine == "spark":
+        data = spark.count_file(
+            spark.SparkInput(
+                source,
+                decided,
+                default_sep(source, sep),
+                record_col,
+                item_col,
+                universe,
+                max_record_items,
+                seed,
+            ),
+            opts.size,
+            master=spark_master,
+            conf=spark_conf,
+            timings=diag.timings,
         )
+    else:
+        with memory_phase("reading"):
+            data = read_records(
+                source,
+                fmt=fmt,  # as given: an explicit --format basket silences the long-format warning
+                sep=sep,
+                record_col=record_col,
+                item_col=item_col,
+                compression=compression,
+                max_record_items=max_record_items,
+                universe=universe,
+                rng=source_rng,
+                progress=progress,
+                warn=diag.warnings.append,
+            )
     diag.timings["read"] = time.perf_counter() - t0
-    if reserve is not None:
-        reserve(opts)
-    return _mine(
-        records,
-        opts,
-        universe,
-        source_rng if seed is not None else None,
-        decided,
-        progress,
-        diag,
-        max_record_items=max_record_items,
-        started=started,
-        max_memory=budget,
-    )
+    try:
+        if reserve is not None:
+            reserve(opts)
+        return _mine(
+            data,
+            opts,
+            universe,
+            source_rng if seed is not None else None,
+            decided,
+            progress,
+            diag,
+            max_record_items=max_record_items,
+            started=started,
+            engine=engine,
+            max_memory=budget,
+        )
+    finally:
+        if not isinstance(data, Records):
+            data.close()
 
 
 def _mine(
-    records: Records,
+    data: Records | SparkCounts,
     opts: Options,
     universe: Sequence[str] | None,
     rng: RandomSource | int | None,
@@ -381,46 +426,59 @@ def _mine(
     *,
     max_record_items: int | None = None,
     started: str,
+    engine: str = "local",
     max_memory: int | None = None,
 ) -> dict[str, Any]:
+    """Count `data` (records, or counts an engine has prepared) and run the mechanism."""
     source, private = resolve(rng)
     sizes = opts.all_sizes
     universe_size = None
+    if isinstance(data, Records):
+        n, usable = data.n, int((np.diff(data.indptr) >= min(sizes)).sum())
+    else:
+        n, usable = data.n, data.usable
     if universe is not None:
-        vocab = len(records.items)
+        vocab = len(data.items)
         if vocab < max(sizes):
             raise ParameterError(
                 f"--universe-items declares {vocab} items, fewer than --size {max(sizes)}"
             )
         universe_size = sum(math.comb(vocab, r) for r in sizes)
-    _curator_warnings(records, opts, diag)
+    _curator_warnings(n, usable, opts, diag)
 
     t0 = time.perf_counter()
     with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
-        engines = [
-            SupportIndex(records, r, progress=progress, max_memory=max_memory) for r in sizes
-        ]
+        engines: list[Any] = (
+            [SupportIndex(data, r, progress=progress, max_memory=max_memory) for r in sizes]
+            if isinstance(data, Records)
+            else [data]  # an engine's prepared counts (one size: mine_file checks)
+        )
         index: Any = engines[0] if len(engines) == 1 else Merged(engines)
         if opts.top == 1 and not opts.supports and len(sizes) == 1:
             out, params_extra, ledger = run_mechanism(
                 index, opts, source, universe_size, max_record_items=max_record_items
             )
-            itemset = _name(out, index, records, opts.size, source, declared=universe is not None)
+            itemset = _name(
+                out, index, data.items, opts.size, source, declared=universe is not None
+            )
             fields: dict[str, Any] = {"itemset": itemset}
             fields.update(_round_fields(registry.get(opts.mechanism), out))
         else:
             fields, params_extra, ledger = _release_topk(
-                index, records, opts, source, universe_size, max_record_items
+                index, data.items, opts, source, universe_size, max_record_items
             )
-    counting = sum(e.seconds for e in engines)
-    diag.timings["count"] = counting
-    diag.timings["mechanism"] = time.perf_counter() - t0 - counting
+    if isinstance(data, Records):
+        counting = sum(e.seconds for e in engines)
+        diag.timings["count"] = counting
+        diag.timings["mechanism"] = time.perf_counter() - t0 - counting
+        diag.facts["memory budget (MiB)"] = engines[0].max_memory >> 20
+        diag.facts["counting passes over the records"] = sum(e.passes for e in engines)
+    else:
+        diag.timings["count+mechanism"] = time.perf_counter() - t0
     diag.facts.update(
         {
-            "memory budget (MiB)": engines[0].max_memory >> 20,
-            "counting passes over the records": sum(e.passes for e in engines),
             "peak RSS so far (MiB)": _peak_rss_mib(),
-            "n": records.n,
+            "n": n,
             "itemsets enumerated": len(index.counts),
             "support threshold reached": index.threshold,
             "all nonzero itemsets enumerated (L known)": index.complete,
@@ -436,10 +494,11 @@ def _mine(
         "mechanism": opts.mechanism,
         "neighbours": opts.neighbours,
         "format": fmt,
+        "engine": engine,
         "universe": "open"
         if universe is None
         else {
-            "declared_items": len(records.items),
+            "declared_items": len(data.items),
             "size": universe_size,
         },
         **params_extra,
@@ -447,7 +506,7 @@ def _mine(
     if max_record_items is not None:
         params["max_record_items"] = max_record_items
     if opts.neighbours == "replace":
-        fields["n"] = records.n
+        fields["n"] = n
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
@@ -483,7 +542,7 @@ def run_mechanism(
 
 def _release_topk(
     counts: Identified,
-    records: Records,
+    items: Sequence[str],
     opts: Options,
     rng: RandomSource,
     universe_size: int | None,
@@ -494,7 +553,7 @@ def _release_topk(
     p = opts.public(universe_size, max_record_items)
     namer: topk.ZeroNamer | None = None
     if universe_size is not None:
-        vocab, sizes = len(records.items), opts.all_sizes
+        vocab, sizes = len(items), opts.all_sizes
 
         def namer(view: Any, source: RandomSource) -> tuple[int, ...]:
             return topk.random_zero_itemset(view, vocab, sizes, source, _support_of(counts))
@@ -509,7 +568,7 @@ def _release_topk(
         extra["support_share"] = str(opts.support_share)
     entries = []
     for q in picks:
-        entry: dict[str, Any] = {"rank": q.rank, "items": _names(q.ids, records)}
+        entry: dict[str, Any] = {"rank": q.rank, "items": _names(q.ids, items)}
         if opts.supports:
             entry["noisy_support"] = q.noisy_support
         entry.update(_round_fields(spec, q.outcome))
@@ -544,14 +603,14 @@ def _support_of(counts: Any) -> Callable[[list[int]], int]:
     return support
 
 
-def _names(ids: Sequence[int], records: Records) -> list[str]:
-    return sort_items(records.items[i] for i in ids_of(ids))
+def _names(ids: Sequence[int], items: Sequence[str]) -> list[str]:
+    return sort_items(items[i] for i in ids_of(ids))
 
 
 def _name(
     out: Outcome,
-    index: SupportIndex,
-    records: Records,
+    index: SupportIndex | SparkCounts,
+    items: Sequence[str],
     size: int,
     rng: RandomSource,
     *,
@@ -566,10 +625,10 @@ def _name(
     if out.index is not None:
         ids = index.itemsets[out.index]
     elif out.zero_pick and declared:
-        ids = _random_zero_subset(index, len(records.items), size, rng)
+        ids = _random_zero_subset(index, len(items), size, rng)
     else:
         return None
-    return sort_items(records.items[int(i)] for i in ids)
+    return sort_items(items[int(i)] for i in ids)
 
 
 def sort_items(items: Iterable[str]) -> list[str]:
@@ -581,7 +640,9 @@ def sort_items(items: Iterable[str]) -> list[str]:
     return sorted(names)
 
 
-def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomSource) -> list[int]:
+def _random_zero_subset(
+    index: SupportIndex | SparkCounts, vocab: int, size: int, rng: RandomSource
+) -> list[int]:
     """A uniformly random r-subset of the declared vocabulary with support 0 (by rejection).
 
     Only reached when the search passed beyond every nonzero itemset, so at least one exists and
@@ -604,12 +665,10 @@ def _random_zero_subset(index: SupportIndex, vocab: int, size: int, rng: RandomS
             return sorted(chosen)
 
 
-def _curator_warnings(records: Records, opts: Options, diag: Diagnostics) -> None:
+def _curator_warnings(n: int, usable: int, opts: Options, diag: Diagnostics) -> None:
     """Curator-only warnings (stderr): they depend on the data and are not private."""
-    n = records.n
-    lengths = records.indptr[1:] - records.indptr[:-1]
     smallest = min(opts.all_sizes)
-    if n == 0 or not (lengths >= smallest).any():
+    if n == 0 or usable == 0:
         diag.warnings.append(
             "no usable records (empty input, or every record has fewer than "
             f"{smallest} items); the mechanism still ran and its answer is almost surely none"

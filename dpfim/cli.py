@@ -20,6 +20,7 @@ import click
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
 from dpfim.api import (
+    ENGINES,
     NEIGHBOURS,
     Diagnostics,
     Options,
@@ -27,6 +28,7 @@ from dpfim.api import (
     mine_file,
     none_hint,
 )
+from dpfim.engines.spark import parse_conf
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
@@ -65,6 +67,9 @@ LIBRARY_OPTIONS = (
     "candidates",
     "seed",
     "max_memory",
+    "engine",
+    "spark_master",
+    "spark_conf",
 )
 
 
@@ -219,6 +224,22 @@ def cli() -> None:
 @click.option("--compact", is_flag=True, help="One-line JSON (for pipelines and log files).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
+@click.option(
+    "--engine",
+    default="local",
+    show_default=True,
+    type=click.Choice(ENGINES),
+    help="Who reads and counts: this process, or Apache Spark (pip install 'dpfim[spark]'); "
+    "the mechanism always runs here.",
+)
+@click.option("--spark-master", default=None, help="Spark master URL [default: local[*]].")
+@click.option(
+    "--spark-conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda _ctx, _param, pairs: parse_conf(pairs),
+    help="Spark configuration, repeatable (e.g. spark.driver.memory=2g).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def mine(input_path: str, **opt: Any) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
@@ -237,6 +258,8 @@ def mine(input_path: str, **opt: Any) -> None:
       dpfim mine retail.dat --top 10 --supports --eps 2 --delta 1e-6
       zcat orders.csv.gz | dpfim mine - --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6
+      dpfim mine hdfs:///orders/ --format long --record-col customer_id \\
+          --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     check_output_path(opt["output"])
     ledger_hooks = _ledger_hooks(input_path, opt)

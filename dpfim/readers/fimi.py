@@ -94,5 +94,10 @@ def _factorize_ints(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
         codes, uniques = pd.factorize(keys)
         return codes.astype(np.int64, copy=False), np.asarray(uniques)
-    uniques, codes = np.unique(keys, return_inverse=True)
-    return codes.astype(np.int64).reshape(-1), uniques
+    # in order of first appearance, as pandas gives them: item ids then do not depend on how the
+    # input is cut into chunks (the Spark engine cuts it elsewhere), and neither does tie order
+    uniques, first, codes = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes.reshape(-1)].astype(np.int64), uniques[order]

@@ -1,0 +1,935 @@
+"""records -> exact supports on Apache Spark (`pip install 'dpfim[spark]'`). No privacy here.
+
+The driver never holds a record. The executors read the input (Spark's text reader, lines split at
+`\\n` only, or Parquet) and run dpfim's own readers on it: whole lines go through the same
+`read_chunk` functions the local engine reads with (dpfim.readers.basket/fimi/jsonl), long format
+through `readers.long`'s per-line parser and header rule, grouped by record id on the cluster. So a
+file gives the same records on both engines, and the same data errors (named by file and line).
+Each partition keeps its records as compact blocks (a `Records` CSR with a block-local
+vocabulary), truncated there to --max-record-items from the OS CSPRNG (a seeded source per block
+only under --seed). The blocks are persisted and locally checkpointed: a lost block fails the job
+instead of being re-read and truncated again.
+
+Counting is top-down with the local engine's threshold scheme (engines/local.py): the threshold s
+starts just above the r-th largest item support and halves when the mechanism asks for deeper
+ranks. For each s, the items with support >= s are broadcast; every partition counts the
+r-itemsets of its records restricted to them (numpy) and emits partial counts in hash buckets;
+reduceByKey merges the buckets and only itemsets with support >= s are collected to the driver.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import json
+import os
+import pickle
+import re
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from dpfim.errors import InputError, ParameterError
+from dpfim.readers import basket, fimi, jsonl, long
+from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
+from dpfim.readers.source import CHUNK_BYTES, decode, split_lines
+from dpfim.samplers.rng import RandomSource, seeded_source, system_source
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark import RDD
+    from pyspark.sql import DataFrame, SparkSession
+
+INSTALL = "pip install 'dpfim[spark]'"
+_NAME = "<dpfim-chunk>"  # reader errors name this; the driver puts the file and line in its place
+_MARK = "@@dpfim-data-error@@"
+_CHUNK_BYTES = CHUNK_BYTES  # lines handed to a reader at once, as in the local engine
+_BLOCK_RECORDS = 1 << 18  # records per cached block (a block is one row on its way to the JVM)
+_BLOCK_BYTES = 16 << 20
+_COMBOS_AT_ONCE = 1 << 22  # itemset occurrences generated per numpy step (bounds worker memory)
+_READERS: dict[str, Callable[[bytes, int, str, str, RecordBuilder], None]] = {
+    "basket": basket.read_chunk,
+    "fimi": fimi.read_chunk,
+    "jsonl": jsonl.read_chunk,
+}
+_T = TypeVar("_T")
+
+
+def require_pyspark() -> None:
+    """A usage error naming the extra when pyspark is not installed."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise ParameterError(f"--engine spark needs pyspark: {INSTALL}") from None
+
+
+def session(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """The active SparkSession, or a new one: `master` (default local[*], or what spark-submit
+    set) and extra configuration. Spark's console progress bars are off."""
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None and not conf:
+        return active
+    builder = SparkSession.builder.appName("dpfim")
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+        master = "local[*]"
+    if master is not None:
+        builder = builder.master(master)
+        if master.startswith("local") and "spark.pyspark.python" not in (conf or {}):
+            builder = builder.config("spark.pyspark.python", sys.executable)
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if "spark.driver.extraJavaOptions" not in (conf or {}):
+        builder = builder.config("spark.driver.extraJavaOptions", _quiet_log4j())
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return _quiet(builder.getOrCreate)
+
+
+_LOG4J = """rootLogger.level = fatal
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _quiet_log4j() -> str:
+    """JVM options for a new driver JVM: Spark logs fatal errors only. Its default config
+    prints warnings and every failed task's stack trace on stderr, around dpfim's one-line
+    errors; a failed job still reaches dpfim as an exception (--debug shows Spark's trace)."""
+    path = Path(tempfile.gettempdir()) / "dpfim-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J)
+        tmp.replace(path)
+    return f"-Dlog4j2.configurationFile={path.as_uri()}"
+
+
+def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
+    """--spark-conf KEY=VALUE options as a dict (a usage error on anything else)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise ParameterError(f"--spark-conf takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+@dataclass(frozen=True)
+class SparkInput:
+    """What to read, as validated by the caller (api.mine_file)."""
+
+    source: str
+    fmt: str  # basket, fimi, jsonl or long (resolved)
+    sep: str
+    record_col: str | None = None
+    item_col: str | None = None
+    universe: Sequence[str] | None = None
+    max_record_items: int | None = None
+    seed: int | None = None  # None: truncation draws from the OS CSPRNG
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One cached piece of a partition: records with a block-local vocabulary, and for each
+    local item the position of its first occurrence in the input (for the local engine's item
+    order: ids by first appearance)."""
+
+    records: Records
+    first_seen: list[tuple[str, int, int, int]]
+
+
+# --- reading (runs on the executors) ----------------------------------------------------------
+
+
+def _data_error(file: str, block: int, line: int | None, message: str) -> Exception:
+    info = {"file": file, "block": block, "line": line, "message": message}
+    return RuntimeError(_MARK + json.dumps(info) + _MARK)
+
+
+def _split_error(exc: InputError) -> tuple[int | None, str]:
+    """(line within the chunk or None, message) of a reader error that named _NAME."""
+    text = str(exc)
+    found = re.match(re.escape(_NAME) + r":(\d+): (.*)", text, re.S)
+    if found:
+        return int(found.group(1)), found.group(2)
+    return None, text.removeprefix(_NAME + ": ")
+
+
+def _join_lines(values: pa.Array) -> bytes:
+    """The lines of an arrow binary array, each followed by `\\n`: the original bytes."""
+    import pyarrow as pa
+
+    arr = values.cast(pa.large_binary()) if values.type != pa.large_binary() else values
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = (
+        np.frombuffer(bufs[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+        if bufs[2] is not None
+        else np.zeros(0, np.uint8)
+    )
+    lengths = np.diff(offsets)
+    out = np.empty(len(data) + len(lengths), dtype=np.uint8)
+    ends = np.cumsum(lengths + 1) - 1
+    keep = np.ones(len(out), dtype=bool)
+    keep[ends] = False
+    out[ends] = 10
+    out[keep] = data
+    return out.tobytes()
+
+
+def _runs(batch: pa.RecordBatch) -> Iterator[tuple[str, int, pa.Array]]:
+    """(file, block start, lines) for each run of rows from one file split."""
+    files = batch.column(1).to_pylist()
+    blocks = batch.column(2).to_pylist()
+    start = 0
+    for i in range(1, len(files) + 1):
+        if i == len(files) or files[i] != files[start] or blocks[i] != blocks[start]:
+            yield files[start], int(blocks[start]), batch.column(0).slice(start, i - start)
+            start = i
+
+
+def _rng(seed: int | None, key: Sequence[object]) -> RandomSource:
+    if seed is None:
+        return system_source()
+    digest = hashlib.sha256(json.dumps([seed, *key]).encode()).digest()
+    return seeded_source(int.from_bytes(digest[:16], "big"))
+
+
+class _Blocks:
+    """Builds the blocks of one partition from runs of lines (text formats)."""
+
+    def __init__(self, fmt: str, sep: str, universe: Sequence[str] | None) -> None:
+        self.read = _READERS[fmt]
+        self.sep = sep
+        self.universe = universe
+        self.group: tuple[str, int] | None = None
+        self.pending: list[bytes] = []
+        self.pending_lines = 0
+        self.pending_bytes = 0
+        self.next_line = 0  # lines of the current file split handed to the reader so far
+        self._new_builder()
+
+    def _new_builder(self) -> None:
+        self.builder = RecordBuilder(Vocabulary(self.universe))
+        self.block_first = self.next_line
+        self.block_lines = 0
+        self.block_bytes = 0
+
+    def feed(self, file: str, block: int, lines: pa.Array) -> Iterator[_Block]:
+        if self.group != (file, block):
+            yield from self.finish()
+            self.group = (file, block)
+            self.next_line = 0
+            self._new_builder()
+        chunk = _join_lines(lines)
+        self.pending.append(chunk)
+        self.pending_lines += len(lines)
+        self.pending_bytes += len(chunk)
+        if self.pending_bytes >= _CHUNK_BYTES:
+            yield from self._read_pending()
+
+    def _read_pending(self) -> Iterator[_Block]:
+        if not self.pending or self.group is None:
+            return
+        data = b"".join(self.pending)
+        try:
+            self.read(data, self.next_line + 1, _NAME, self.sep, self.builder)
+        except InputError as exc:
+            line, message = _split_error(exc)
+            raise _data_error(*self.group, line, message) from None
+        self.next_line += self.pending_lines
+        self.block_lines += self.pending_lines
+        self.block_bytes += len(data)
+        self.pending, self.pending_lines, self.pending_bytes = [], 0, 0
+        if self.block_lines >= _BLOCK_RECORDS or self.block_bytes >= _BLOCK_BYTES:
+            yield self._emit()
+
+    def _emit(self) -> _Block:
+        assert self.group is not None
+        file, block = self.group
+        records = self.builder.build()
+        first = [(file, block, self.block_first, i) for i in range(len(records.items))]
+        self._new_builder()
+        return _Block(records, first)
+
+    def finish(self) -> Iterator[_Block]:
+        yield from self._read_pending()
+        if self.group is not None and self.block_lines:
+            yield self._emit()
+
+
+def _text_blocks(
+    batches: Iterable[pa.RecordBatch], fmt: str, sep: str, universe: Sequence[str] | None
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow: (line bytes, file, block start) -> pickled _Blocks."""
+    blocks = _Blocks(fmt, sep, universe)
+    for batch in batches:
+        for file, block, lines in _runs(batch):
+            yield from map(_arrow_blob, blocks.feed(file, block, lines))
+    yield from map(_arrow_blob, blocks.finish())
+
+
+def _arrow_blob(block: _Block) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    blob = pickle.dumps(block, protocol=pickle.HIGHEST_PROTOCOL)
+    return pa.RecordBatch.from_arrays([pa.array([blob], type=pa.large_binary())], ["blob"])
+
+
+def _long_lines(batches: Iterable[pa.RecordBatch], sep: str) -> Iterator[pa.RecordBatch]:
+    """mapInArrow, long CSV: each line's fields (blank lines dropped); the first line of a file
+    is its header and kept whole."""
+    import pyarrow as pa
+
+    seen: dict[tuple[str, int], int] = {}  # lines of each file split so far
+    for batch in batches:
+        for file, block, values in _runs(batch):
+            out: dict[str, list[Any]] = {k: [] for k in ("file", "block", "line", "fields")}
+            out["header"] = []
+            offset = seen.get((file, block), 0)
+            try:
+                text = decode(_join_lines(values), _NAME, offset + 1)
+                lines = split_lines(text, _NAME, offset + 1)
+            except InputError as exc:
+                raise _data_error(file, block, *_split_error(exc)) from None
+            for k, line in enumerate(lines):
+                at = offset + k
+                is_header = block == 0 and at == 0
+                if is_header:
+                    fields = [line]
+                else:
+                    try:
+                        fields = basket.parse_line(line, sep)  # the one CSV line parser
+                    except ValueError as exc:
+                        raise _data_error(file, block, at + 1, str(exc)) from None
+                    if not fields:
+                        continue
+                out["file"].append(file)
+                out["block"].append(block)
+                out["line"].append(at)
+                out["fields"].append(fields)
+                out["header"].append(is_header)
+            seen[(file, block)] = offset + len(lines)
+            yield pa.RecordBatch.from_pydict(out, schema=_LONG_LINES_SCHEMA())
+
+
+def _LONG_LINES_SCHEMA() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("file", pa.string()),
+            ("block", pa.int64()),
+            ("line", pa.int64()),
+            ("fields", pa.list_(pa.string())),
+            ("header", pa.bool_()),
+        ]
+    )
+
+
+def _long_pairs(
+    batches: Iterable[pa.RecordBatch], columns: Mapping[str, tuple[int, int, int]]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow, long CSV: (record id, item, position) of each data line; a line with the
+    wrong number of fields is a data error."""
+    import pyarrow as pa
+
+    for batch in batches:
+        rows = batch.to_pydict()
+        out: dict[str, list[Any]] = {k: [] for k in ("rid", "item", "file", "block", "line")}
+        for file, block, line, fields in zip(
+            rows["file"], rows["block"], rows["line"], rows["fields"], strict=True
+        ):
+            width, rc, ic = columns[file]
+            if len(fields) != width:
+                raise _data_error(
+                    file, block, line + 1, f"{len(fields)} fields, but the header has {width}"
+                )
+            out["rid"].append(fields[rc])
+            out["item"].append(fields[ic])
+            out["file"].append(file)
+            out["block"].append(block)
+            out["line"].append(line)
+        yield pa.RecordBatch.from_pydict(out)
+
+
+def _parquet_pairs(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow, long Parquet: both columns as trimmed strings, as readers.long does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for batch in batches:
+        cols = []
+        for k in (0, 1):
+            values = pc.cast(batch.column(k), pa.string()).to_pylist()
+            cols.append(["" if v is None else v.strip() for v in values])
+        yield pa.RecordBatch.from_pydict(
+            {
+                "rid": cols[0],
+                "item": cols[1],
+                "file": batch.column(2),
+                "block": batch.column(3),
+                "line": batch.column(4),
+            }
+        )
+
+
+def _grouped_blocks(
+    batches: Iterable[pa.RecordBatch], universe: Sequence[str] | None
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow, long format: one record per record id (rows: its items with positions)."""
+    vocab = Vocabulary(universe)
+    builder = RecordBuilder(vocab)
+    first: dict[int, tuple[str, int, int, int]] = {}
+    count = 0
+    for batch in batches:
+        rows = batch.column(0)
+        offsets = np.asarray(rows.offsets)
+        flat = rows.flatten()
+        items = flat.field("item").to_pylist()
+        ids = vocab.ids(items)
+        builder.add_ids(ids, np.diff(offsets).astype(np.int64))
+        for i, f, b, ln in zip(
+            ids.tolist(),
+            flat.field("file").to_pylist(),
+            flat.field("block").to_pylist(),
+            flat.field("line").to_pylist(),
+            strict=True,
+        ):
+            if i >= 0:
+                key = (f, b, ln, 0)
+                if i not in first or key < first[i]:
+                    first[i] = key
+        count += len(offsets) - 1
+        if count >= _BLOCK_RECORDS:
+            yield _arrow_blob(_long_block(builder, first))
+            vocab = Vocabulary(universe)
+            builder, first, count = RecordBuilder(vocab), {}, 0
+    if count:
+        yield _arrow_blob(_long_block(builder, first))
+
+
+def _long_block(builder: RecordBuilder, first: dict[int, tuple[str, int, int, int]]) -> _Block:
+    records = builder.build()
+    far = ("\U0010ffff", 0, 0, 0)  # an item whose every row was dropped: never counted
+    return _Block(records, [first.get(i, far) for i in range(len(records.items))])
+
+
+def _load(row: Any) -> _Block:
+    block: _Block = pickle.loads(row[0])
+    return block
+
+
+def _truncated(limit: int | None, seed: int | None, index: int, blocks: Iterable[_Block]) -> Any:
+    """Each record cut to `limit` uniformly random items (record-local), on the executor."""
+    for k, block in enumerate(blocks):
+        if limit is not None:
+            rng = _rng(seed, [index, k])
+            block = _Block(truncate(block.records, limit, rng), block.first_seen)
+        yield block
+
+
+# --- counting (runs on the executors) ---------------------------------------------------------
+
+
+def _stats(size: int, block: _Block) -> tuple[int, int]:
+    """(records, records with at least `size` items)."""
+    lengths = np.diff(block.records.indptr)
+    return block.records.n, int((lengths >= size).sum())
+
+
+def _add_stats(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _item_supports(block: _Block) -> Iterator[tuple[str, tuple[int, tuple[str, int, int, int]]]]:
+    recs = block.records
+    counts = np.bincount(recs.indices, minlength=len(recs.items)).tolist()
+    for item, count, seen in zip(recs.items, counts, block.first_seen, strict=True):
+        yield item, (count, seen)
+
+
+def _add_support(
+    a: tuple[int, tuple[str, int, int, int]], b: tuple[int, tuple[str, int, int, int]]
+) -> tuple[int, tuple[str, int, int, int]]:
+    return a[0] + b[0], min(a[1], b[1])
+
+
+def _support_at_least(s: int, kv: tuple[str, tuple[int, Any]]) -> bool:
+    return kv[1][0] >= s
+
+
+@functools.lru_cache(maxsize=256)
+def _combinations(length: int, size: int) -> np.ndarray:
+    """All `size`-subsets of range(length) as rows of ascending positions."""
+    if size == 1:
+        return np.arange(length, dtype=np.int64).reshape(-1, 1)
+    parts = []
+    for first in range(length - size + 1):
+        rest = _combinations(length - first - 1, size - 1) + first + 1
+        parts.append(np.column_stack((np.full(len(rest), first, dtype=np.int64), rest)))
+    if not parts:
+        return np.zeros((0, size), dtype=np.int64)
+    return np.concatenate(parts)
+
+
+def _encode(ids: np.ndarray, width: int, size: int) -> np.ndarray:
+    """Itemsets (rows of ascending global ids) as sortable keys: int64 when they fit."""
+    if width**size < 1 << 62:
+        weights = np.array([width ** (size - 1 - k) for k in range(size)], dtype=np.int64)
+        return ids @ weights
+    rows = np.ascontiguousarray(ids.astype(np.int32))
+    return rows.view(np.dtype((np.void, 4 * size))).ravel()
+
+
+def _decode_keys(keys: np.ndarray, width: int, size: int) -> np.ndarray:
+    if keys.dtype.kind == "V":
+        return np.frombuffer(keys.tobytes(), dtype=np.int32).reshape(-1, size).astype(np.int64)
+    out = np.empty((len(keys), size), dtype=np.int64)
+    rest = keys.copy()
+    for k in range(size - 1, -1, -1):
+        rest, out[:, k] = np.divmod(rest, width)
+    return out
+
+
+def _itemset_keys(recs: Records, lut: np.ndarray, width: int, size: int) -> Iterator[np.ndarray]:
+    """The keys of every r-itemset of frequent items inside each record (lut: local -> global
+    id of the frequent items, -1 for the others)."""
+    if not len(recs.indices):
+        return
+    rows = np.repeat(np.arange(recs.n, dtype=np.int64), np.diff(recs.indptr))
+    cols = lut[recs.indices]
+    keep = cols >= 0
+    key = rows[keep] * width + cols[keep]
+    key.sort()
+    rows, cols = np.divmod(key, width)  # global ids ascending inside each record
+    per_row = np.bincount(rows, minlength=recs.n)
+    starts = np.zeros(recs.n, dtype=np.int64)
+    np.cumsum(per_row[:-1], out=starts[1:])
+    for length in np.unique(per_row[per_row >= size]).tolist():
+        at = starts[per_row == length]
+        template = _combinations(length, size)
+        step = max(1, _COMBOS_AT_ONCE // len(template))
+        for i in range(0, len(at), step):
+            picks = (at[i : i + step, None, None] + template[None]).reshape(-1, size)
+            yield _encode(cols[picks], width, size)
+
+
+def _merge(keys: list[np.ndarray], counts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Partial counts summed per key."""
+    k = np.concatenate(keys)
+    c = np.concatenate(counts)
+    if not len(k):
+        return k, c
+    order = np.argsort(k, kind="stable")
+    k, c = k[order], c[order]
+    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    return k[starts], np.add.reduceat(c, starts)
+
+
+def _merge_pair(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    return _merge([a[0], b[0]], [a[1], b[1]])
+
+
+def _bucket(keys: np.ndarray, buckets: int, size: int) -> np.ndarray:
+    if keys.dtype.kind == "V":
+        ids = np.frombuffer(keys.tobytes(), dtype=np.int32).reshape(-1, size).astype(np.int64)
+        mix = np.array([1000003 ** (k + 1) % (1 << 31) for k in range(size)], dtype=np.int64)
+        return (ids @ mix) % buckets
+    return keys % buckets
+
+
+def _partial_counts(
+    bc: Any, width: int, size: int, buckets: int, blocks: Iterable[_Block]
+) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+    """One partition's counts of the r-itemsets of frequent items, by hash bucket."""
+    index: dict[str, int] = bc.value
+    keys: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    for block in blocks:
+        items = block.records.items
+        lut = np.fromiter((index.get(s, -1) for s in items), dtype=np.int64, count=len(items))
+        if not (lut >= 0).any():
+            continue
+        for part in _itemset_keys(block.records, lut, width, size):
+            u, c = np.unique(part, return_counts=True)
+            keys.append(u)
+            counts.append(c.astype(np.int64))
+            if len(keys) >= 16:
+                merged = _merge(keys, counts)
+                keys, counts = [merged[0]], [merged[1]]
+    if not keys:
+        return
+    k, c = _merge(keys, counts)
+    where = _bucket(k, buckets, size)
+    for b in range(buckets):
+        sel = where == b
+        if sel.any():
+            yield b, (k[sel], c[sel])
+
+
+def _at_least(s: int, kc: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    keep = kc[1] >= s
+    return kc[0][keep], kc[1][keep]
+
+
+def _block_support(names: Sequence[str], block: _Block) -> int:
+    recs = block.records
+    where = {s: i for i, s in enumerate(recs.items)}
+    if any(s not in where for s in names):
+        return 0
+    rows = np.repeat(np.arange(recs.n), np.diff(recs.indptr))
+    hit = np.zeros(recs.n, dtype=np.int64)
+    for s in names:
+        hit[rows[recs.indices == where[s]]] += 1
+    return int((hit == len(names)).sum())
+
+
+# --- the driver --------------------------------------------------------------------------------
+
+
+def _quiet(call: Callable[[], _T]) -> _T:
+    """Run a Spark call without pyspark's pandas-version FutureWarning (pandas >= 3 works for
+    what dpfim does: arrow batches only)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        return call()
+
+
+class SparkCounts:
+    """Exact supports of the r-itemsets with support >= threshold, counted by Spark.
+
+    The RankedCounts of engines/local.py, with the same invariant: `counts` holds the support
+    of EVERY r-itemset with support >= `threshold` and of no other, decreasing, ties in the
+    order of item ids; `itemsets` (ids, each row ascending) is aligned with it; `complete` once
+    the threshold is 1. Item ids: positions in the declared vocabulary, or (open universe) the
+    order of first appearance in the input among the items known so far; `items` names them.
+    `n` and `usable` (records with at least r items) are curator facts for api.py.
+    """
+
+    def __init__(self, spark: SparkSession, inp: SparkInput, size: int) -> None:
+        self._spark = spark
+        self._inp = inp
+        self._lines: DataFrame | None = None  # the text input, to number a bad line
+        self._persisted: list[DataFrame] = []
+        self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
+        self._blocks = self._guard(lambda: self._read())
+        self._supports = self._blocks.flatMap(_item_supports).reduceByKey(_add_support)
+        self._supports.persist()
+        self._start(size)
+
+    def with_size(self, size: int) -> SparkCounts:
+        """Counts of the same records for another itemset size, from the top again (the cached
+        blocks and item supports are shared; close() either one only when both are done)."""
+        other = copy.copy(self)
+        other._start(size)
+        return other
+
+    def _start(self, size: int) -> None:
+        if not 1 <= size <= 5:
+            raise ValueError(f"itemset size must be 1..5, got {size}")
+        self.size = size
+        self.n, self.usable = self._guard(
+            lambda: self._blocks.map(functools.partial(_stats, size)).fold((0, 0), _add_stats)
+        )
+        self.items: list[str] = list(self._declared) if self._declared is not None else []
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.itemsets = np.zeros((0, size), dtype=np.int32)
+        top = self._guard(lambda: self._supports.map(lambda kv: kv[1][0]).top(size))
+        bound = int(top[size - 1]) if len(top) >= size else 0
+        self.threshold = bound + 1 if bound > 0 else 1
+        self._next = bound if bound > 0 else 1
+
+    @property
+    def complete(self) -> bool:
+        return self.threshold <= 1
+
+    def ensure(self, depth: int) -> None:
+        """Lower the threshold until at least `depth` itemsets are known, or all are."""
+        while len(self.counts) < depth and not self.complete:
+            self._lower_to(self._next)
+            self._next = max(1, self.threshold // 2)
+
+    def support(self, itemset: Sequence[int]) -> int:
+        """The exact support of one itemset (item ids), by a Spark job."""
+        names = [self.items[int(i)] for i in itemset]
+        if not names:
+            return self.n
+        job = self._blocks.map(functools.partial(_block_support, names))
+        return int(self._guard(lambda: job.sum()))
+
+    def close(self) -> None:
+        """Release the cached blocks and supports."""
+        self._supports.unpersist()
+        self._blocks.unpersist()
+        for frame in self._persisted:
+            frame.unpersist()
+
+    # --- one threshold -------------------------------------------------------------------------
+
+    def _lower_to(self, s: int) -> None:
+        frequent = self._guard(
+            lambda: self._supports.filter(functools.partial(_support_at_least, s)).collect()
+        )
+        if self._declared is not None:
+            position = {item: i for i, item in enumerate(self._declared)}
+            frequent.sort(key=lambda kv: position[kv[0]])
+            ids = np.array([position[kv[0]] for kv in frequent], dtype=np.int64)
+        else:
+            frequent.sort(key=lambda kv: kv[1][1])
+            self.items = [kv[0] for kv in frequent]
+            ids = np.arange(len(frequent), dtype=np.int64)
+        support = np.array([kv[1][0] for kv in frequent], dtype=np.int64)
+        if self.size == 1:
+            counts, rows = support, np.arange(len(frequent), dtype=np.int64).reshape(-1, 1)
+        elif len(frequent) >= self.size:
+            counts, rows = self._count(s, [kv[0] for kv in frequent])
+        else:
+            counts, rows = np.zeros(0, np.int64), np.zeros((0, self.size), np.int64)
+        itemsets = ids[rows] if len(rows) else np.zeros((0, self.size), dtype=np.int64)
+        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
+        self.counts = counts[order]
+        self.itemsets = itemsets[order].astype(np.int32)
+        self.threshold = s
+
+    def _count(self, s: int, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(supports, rows of positions in `names`) of the r-itemsets with support >= s."""
+        sc = self._spark.sparkContext
+        width = len(names)
+        bc = sc.broadcast({name: i for i, name in enumerate(names)})
+        buckets = max(2, sc.defaultParallelism)
+        try:
+            job = (
+                self._blocks.mapPartitions(
+                    functools.partial(_partial_counts, bc, width, self.size, buckets)
+                )
+                .reduceByKey(_merge_pair, numPartitions=buckets)
+                .mapValues(functools.partial(_at_least, s))
+                .values()
+            )
+            found = self._guard(lambda: job.collect())
+        finally:
+            bc.destroy()
+        if not found:
+            return np.zeros(0, np.int64), np.zeros((0, self.size), np.int64)
+        keys = np.concatenate([k for k, _ in found])
+        counts = np.concatenate([c for _, c in found]).astype(np.int64)
+        return counts, _decode_keys(keys, width, self.size)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def _read(self) -> RDD[_Block]:
+        from pyspark import StorageLevel
+
+        inp = self._inp
+        if inp.fmt == "long":
+            blobs = self._read_long()
+        else:
+            lines = self._text()
+            blobs = _quiet(
+                lambda: lines.mapInArrow(
+                    functools.partial(
+                        _text_blocks, fmt=inp.fmt, sep=inp.sep, universe=inp.universe
+                    ),
+                    "blob binary",
+                )
+            )
+        blocks = blobs.rdd.map(_load)
+        if inp.max_record_items is not None:
+            blocks = blocks.mapPartitionsWithIndex(
+                functools.partial(_truncated, inp.max_record_items, inp.seed)
+            )
+        blocks.persist(StorageLevel.MEMORY_AND_DISK)
+        blocks.localCheckpoint()  # a lost block fails the run: it is never truncated twice
+        return blocks
+
+    def _text(self) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        raw = self._spark.read.option("lineSep", "\n").text(self._inp.source)
+        self._lines = raw.select(
+            F.col("value").cast("binary").alias("line"),
+            F.input_file_name().alias("file"),
+            F.input_file_block_start().alias("block"),
+        )
+        return self._lines
+
+    def _read_long(self) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        inp = self._inp
+        assert inp.record_col is not None and inp.item_col is not None
+        if _plain(inp.source).endswith(".parquet"):
+            frame = self._spark.read.parquet(inp.source)
+            for col in (inp.record_col, inp.item_col):
+                if col not in frame.columns:
+                    shown = ", ".join(frame.columns[:10])
+                    raise InputError(f"{inp.source}: no column {col!r} (columns: {shown})")
+            pairs_in = frame.select(
+                F.col(f"`{inp.record_col}`"),
+                F.col(f"`{inp.item_col}`"),
+                F.input_file_name().alias("file"),
+                F.input_file_block_start().alias("block"),
+                F.monotonically_increasing_id().alias("line"),
+            )
+            pairs = _quiet(
+                lambda: pairs_in.mapInArrow(
+                    _parquet_pairs,
+                    "rid string, item string, file string, block long, line long",
+                )
+            )
+        else:
+            lines = self._text()
+            parsed = _quiet(
+                lambda: lines.mapInArrow(
+                    functools.partial(_long_lines, sep=inp.sep),
+                    "file string, block long, line long, fields array<string>, header boolean",
+                )
+            )
+            parsed = parsed.persist()
+            self._persisted.append(parsed)
+            headers = self._guard(lambda: parsed.where("header").select("file", "fields").collect())
+            if not headers:
+                raise InputError(f"{inp.source}: empty file, no header with columns")
+            columns = {
+                row["file"]: long._header(
+                    row["fields"][0],
+                    self._shown(row["file"]),
+                    inp.sep,
+                    inp.record_col,
+                    inp.item_col,
+                )
+                for row in headers
+            }
+            data = parsed.where(~F.col("header"))
+            pairs = _quiet(
+                lambda: data.mapInArrow(
+                    functools.partial(_long_pairs, columns=columns),
+                    "rid string, item string, file string, block long, line long",
+                )
+            )
+        grouped = pairs.groupBy("rid").agg(
+            F.collect_list(F.struct("item", "file", "block", "line")).alias("rows")
+        )
+        return _quiet(
+            lambda: grouped.select("rows").mapInArrow(
+                functools.partial(_grouped_blocks, universe=inp.universe), "blob binary"
+            )
+        )
+
+    # --- errors --------------------------------------------------------------------------------
+
+    def _shown(self, file: str) -> str:
+        """How an error names a file: the input as given when it is one file."""
+        src = self._inp.source
+        plain = file.removeprefix("file://")
+        if os.path.isfile(src) and os.path.realpath(src) == os.path.realpath(plain):
+            return src
+        return plain
+
+    def _guard(self, call: Callable[[], _T]) -> _T:
+        """Run a Spark job; a data error from the executors becomes an InputError naming the
+        file and line, a missing path a usage error, an unreadable input a data error."""
+        try:
+            return _quiet(call)
+        except Exception as exc:  # py4j and pyspark raise several unrelated types
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: Exception) -> Exception:
+        text = str(exc)
+        found = re.search(re.escape(_MARK) + r"(.*?)" + re.escape(_MARK), text, re.S)
+        if found:
+            info = json.loads(found.group(1))
+            shown = self._shown(info["file"])
+            line = info["line"]
+            if line is None:
+                return InputError(f"{shown}: {info['message']}")
+            return InputError(f"{shown}:{self._line_number(info, line)}: {info['message']}")
+        if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+            return ParameterError(f"{self._inp.source}: no such file")
+        causes = re.findall(
+            r"Caused by: ((?:java\.io|java\.util\.zip|org\.apache\.parquet)[^\n]*)", text
+        )
+        if causes or "FAILED_READ_FILE" in text:
+            detail = causes[-1] if causes else "damaged or unreadable file"
+            return InputError(f"{self._inp.source}: cannot read the input ({detail.strip()[:200]})")
+        return exc
+
+    def _line_number(self, info: dict[str, Any], line: int) -> int:
+        """The line number in its file: lines of earlier splits of the file counted first."""
+        if not info["block"] or self._lines is None:
+            return line
+        from pyspark.sql import functions as F
+
+        earlier = self._lines.where(
+            (F.col("file") == info["file"]) & (F.col("block") < info["block"])
+        )
+        return int(earlier.count()) + line
+
+
+def _plain(source: str) -> str:
+    name = source.rstrip("/").lower()
+    for suffix in (".gz", ".bz2", ".xz"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def count_file(
+    inp: SparkInput,
+    size: int,
+    *,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    timings: dict[str, float] | None = None,
+) -> SparkCounts:
+    """Read `inp` on Spark and return its counts; the records stay on the executors.
+
+    timings: receives the session's start-up time (curator diagnostics, never the result)."""
+    check_source(inp.source)
+    if inp.fmt == "long" and (inp.record_col is None or inp.item_col is None):
+        raise ParameterError("--format long needs --record-col and --item-col")
+    if inp.max_record_items is not None and inp.max_record_items < 1:
+        raise ParameterError(f"--max-record-items must be >= 1, got {inp.max_record_items}")
+    started = time.perf_counter()
+    spark = session(master, conf)
+    if timings is not None:
+        timings["spark start-up"] = time.perf_counter() - started
+    return SparkCounts(spark, inp, size)
+
+
+def check_source(source: str, compression: str = "auto") -> None:
+    """Usage errors Spark would otherwise report late or not at all (and pyspark missing)."""
+    require_pyspark()
+    if source == "-":
+        raise ParameterError(
+            "--engine spark reads a path (a file, a directory of part files, hdfs://, s3a://), "
+            "not stdin"
+        )
+    if compression != "auto":
+        raise ParameterError(
+            "--engine spark decompresses by the file extension (Spark's codecs: .gz, .bz2); "
+            "--compression is for --engine local"
+        )
+    name = source.rstrip("/").lower()
+    if name.endswith(".xz"):
+        raise ParameterError(
+            f"{source}: Spark cannot read xz; recompress as .gz or .bz2 (or use --engine local)"
+        )
+    if "://" not in source and not os.path.exists(source) and not any(c in source for c in "*?["):
+        raise ParameterError(f"{source}: no such file")
