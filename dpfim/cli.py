@@ -77,6 +77,40 @@ def _say(message: str) -> None:
     click.echo(f"dpfim: {message}", err=True)
 
 
+def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """How INPUT is read: the options mine and evaluate share (one definition, one help text)."""
+    options = [
+        click.option(
+            "--format",
+            "fmt",
+            default="auto",
+            show_default=True,
+            type=click.Choice(("auto", *FORMATS)),
+            help="Input format; auto decides by the file extension only (.csv .tsv .txt "
+            "basket, .dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
+        ),
+        click.option(
+            "--sep",
+            default=None,
+            help="Item separator for basket and long CSV files: one character; tab as 'tab' "
+            "or '\\t' [default: , (tab for .tsv)].",
+        ),
+        click.option(
+            "--compression",
+            default="auto",
+            show_default=True,
+            type=click.Choice(COMPRESSIONS),
+            help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path; "
+            "stdin is read as it is unless this names its compression.",
+        ),
+        click.option("--record-col", default=None, help="Long format: the record-id column."),
+        click.option("--item-col", default=None, help="Long format: the item column."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dpfim")
 def cli() -> None:
@@ -116,31 +150,7 @@ def cli() -> None:
     default=None,
     help="Share of --eps spent on --supports [default: 0.25]; the rest selects.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    default="auto",
-    show_default=True,
-    type=click.Choice(("auto", *FORMATS)),
-    help="Input format; auto decides by the file extension only (.csv .tsv .txt basket, "
-    ".dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
-)
-@click.option(
-    "--sep",
-    default=None,
-    help="Item separator for basket and long CSV files: one character; tab as 'tab' or '\\t' "
-    "[default: , (tab for .tsv)].",
-)
-@click.option(
-    "--compression",
-    default="auto",
-    show_default=True,
-    type=click.Choice(COMPRESSIONS),
-    help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path, by the "
-    "magic bytes for stdin.",
-)
-@click.option("--record-col", default=None, help="Long format: the record-id column.")
-@click.option("--item-col", default=None, help="Long format: the item column.")
+@input_options
 @click.option(
     "--max-record-items",
     type=int,
@@ -396,17 +406,7 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option(
     "--candidates", type=int, default=10, show_default=True, help="limited-domain's k-bar."
 )
-@click.option(
-    "--format",
-    "fmt",
-    default="auto",
-    show_default=True,
-    type=click.Choice(("auto", *FORMATS)),
-    help="Input format (as for mine).",
-)
-@click.option("--sep", default=None, help="Item separator for basket files.")
-@click.option("--record-col", default=None, help="Long format: the record-id column.")
-@click.option("--item-col", default=None, help="Long format: the item column.")
+@input_options
 @click.option("--seed", type=int, default=None, help="Reproducible evaluation.")
 @click.option("--csv", "csv_path", default=None, help="Write the table as CSV here (atomically).")
 @click.option(
@@ -472,6 +472,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         sep=opt["sep"],
         record_col=opt["record_col"],
         item_col=opt["item_col"],
+        compression=opt["compression"],
         progress=progress,
     )
     if opt["universe_size"] is not None and opt["universe_size"] < len(records.items):

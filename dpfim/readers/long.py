@@ -310,9 +310,7 @@ def read_parquet(
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError:
-        raise ParameterError(
-            "reading Parquet needs pyarrow: pip install pyarrow"
-        ) from None
+        raise ParameterError("reading Parquet needs pyarrow: pip install pyarrow") from None
     try:
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
