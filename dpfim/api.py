@@ -168,7 +168,9 @@ def check_options(
         share,
     )
     if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
-        spec.check(opts.public(None, max_record_items))  # its proof's preconditions
+        # its proof's preconditions, at the (eps, delta) each selection round really gets
+        p = opts.public(None, max_record_items)
+        spec.check(p.scaled(p.eps / opts.top, p.delta / opts.top))
     return opts
 
 

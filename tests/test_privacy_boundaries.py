@@ -132,3 +132,15 @@ def test_result_json_names_no_undeclared_or_zero_support_item(tmp_path: Path) ->
         assert result["itemset"] in (None, ["a", "b"])
         for item in ("c", "d"):
             assert f'"{item}"' not in text
+
+
+def test_choosing_precondition_is_checked_at_each_round_s_parameters() -> None:
+    """With --top K each selection round runs at (eps/K, delta/K): that is what the proof needs.
+    (10, 0.5) fails for k = 1 (T = 0), but its rounds at (5, 0.25) pass (T = 2, e^-2.5 <= 0.25)."""
+    data = [["x"], ["a", "b"]] * 5
+    kw = {"size": 2, "mechanism": "choosing", "neighbours": "add-remove", "max_record_items": 2}
+    with pytest.raises(ParameterError, match="proven"):
+        dpfim.mine(data, eps="10", delta="0.5", rng=1, **kw)
+    baselines.check_choosing(Fraction(5), Fraction(1, 4), 1)
+    result = dpfim.mine(data, eps="10", delta="0.5", rng=1, top=2, **kw)
+    assert result["ledger"]["eps"]["exact"] == "10"
