@@ -20,6 +20,7 @@ import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote, urlparse
 
@@ -80,6 +81,37 @@ def _pyarrow(uri: str) -> tuple[object, str]:
     if scheme in ("s3", "gs", "gcs"):
         path = parsed.netloc + path  # bucket/key
     return filesystem, path
+
+
+def local_files(source: str) -> list[str] | None:
+    """The files Spark would read for a local file or a directory of files, as file URIs in
+    name order (in a directory, names starting with `_` or `.` are skipped, as Spark skips
+    them); None for anything else (a glob, a URI, a directory with subdirectories): then
+    Spark's file index lists it."""
+    if "://" in source or source.startswith("file:") or any(c in source for c in "*?[{"):
+        return None
+    path = Path(source)
+    if path.is_file():
+        return [path.resolve().as_uri()]
+    if not path.is_dir():
+        return None
+    out = []
+    for entry in sorted(path.iterdir()):
+        name = entry.name
+        if (name.startswith("_") and "=" not in name) or name.startswith("."):
+            continue
+        if name.endswith("._COPYING_"):
+            continue
+        if not entry.is_file():
+            return None
+        out.append(entry.resolve().as_uri())
+    return out
+
+
+def shown(uri: str) -> str:
+    """A file URI as a path (other URIs as they are), for error messages."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme.lower() == "file" else uri
 
 
 def sizes(uris: Sequence[str]) -> list[int]:

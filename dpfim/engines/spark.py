@@ -94,7 +94,13 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None) ->
             builder = builder.config("spark.pyspark.python", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     if "spark.driver.extraJavaOptions" not in (conf or {}):
-        builder = builder.config("spark.driver.extraJavaOptions", _quiet_log4j())
+        # C1 only: the driver JVM starts 2x faster on a busy machine (C2 compiles compete for
+        # the cores); dpfim's heavy work runs in Python, the JVM mostly moves bytes
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", _quiet_log4j() + " -XX:TieredStopAtLevel=1"
+        )
+    if master is not None and master.startswith("local") and "spark.ui.enabled" not in (conf or {}):
+        builder = builder.config("spark.ui.enabled", "false")  # a local run: no web UI to start
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return _quiet(builder.getOrCreate)
@@ -843,6 +849,7 @@ class SparkCounts:
         bound = int(top[size - 1]) if len(top) >= size else 0
         self.threshold = bound + 1 if bound > 0 else 1
         self._next = bound if bound > 0 else 1
+        self._fetched: tuple[int, np.ndarray, np.ndarray] | None = None
 
     @property
     def complete(self) -> bool:
@@ -872,6 +879,24 @@ class SparkCounts:
     # --- one threshold -------------------------------------------------------------------------
 
     def _lower_to(self, s: int) -> None:
+        """Every r-itemset with support >= s. Each counting job looks one halving ahead: it
+        counts at s // 2 (what ensure() asks for next) and collects the itemsets with support
+        >= s // 2; those at or above s are exposed now, the rest wait for the next lowering,
+        which then needs no job."""
+        ahead = max(1, s // 2) if self.size > 1 else s
+        if self._fetched is None or s < self._fetched[0]:
+            self._fetched = (ahead, *self._fetch(ahead))
+        _, counts, itemsets = self._fetched
+        keep = counts >= s
+        counts, itemsets = counts[keep], itemsets[keep]
+        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
+        self.counts = counts[order]
+        self.itemsets = itemsets[order].astype(np.int32)
+        self.threshold = s
+
+    def _fetch(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """(supports, item ids) of every r-itemset with support >= s, counted on the cluster
+        (the items with support >= s are named in self.items, open universe)."""
         frequent: list[tuple[str, tuple[int, Any]]] = self._guard(
             lambda: self._supports.filter(functools.partial(_support_at_least, s)).collect()
         )
@@ -891,10 +916,7 @@ class SparkCounts:
         else:
             counts, rows = np.zeros(0, np.int64), np.zeros((0, self.size), np.int64)
         itemsets = ids[rows] if len(rows) else np.zeros((0, self.size), dtype=np.int64)
-        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
-        self.counts = counts[order]
-        self.itemsets = itemsets[order].astype(np.int32)
-        self.threshold = s
+        return counts, itemsets
 
     def _count(self, s: int, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(supports, rows of positions in `names`) of the r-itemsets with support >= s."""
@@ -964,7 +986,9 @@ class SparkCounts:
         if mode == "jvm":
             return None
         source = self._inp.source
-        files = sorted(self._guard(lambda: self._spark.read.text(source).inputFiles()))
+        files = byte_ranges.local_files(source)
+        if files is None:  # a glob, a URI, nested directories: Spark's own file index lists it
+            files = sorted(self._guard(lambda: self._spark.read.text(source).inputFiles()))
         try:
             if not all(byte_ranges.readable_here(f) for f in files):
                 raise OSError("a file the Python workers cannot open")
@@ -1062,7 +1086,7 @@ class SparkCounts:
     def _shown(self, file: str) -> str:
         """How an error names a file: the input as given when it is one file."""
         src = self._inp.source
-        plain = file.removeprefix("file://")
+        plain = byte_ranges.shown(file)
         if os.path.isfile(src) and os.path.realpath(src) == os.path.realpath(plain):
             return src
         return plain
