@@ -1,20 +1,29 @@
 """records -> exact supports on Apache Spark (`pip install 'dpfim[spark]'`). No privacy here.
 
-The driver never holds a record. The executors read the input (Spark's text reader, lines split at
-`\\n` only, or Parquet) and run dpfim's own readers on it: whole lines go through the same
-`read_chunk` functions the local engine reads with (dpfim.readers.basket/fimi/jsonl), long format
-through `readers.long`'s per-line parser and header rule, grouped by record id on the cluster. So a
-file gives the same records on both engines, and the same data errors (named by file and line).
-Each partition keeps its records as compact blocks (a `Records` CSR with a block-local
-vocabulary), truncated there to --max-record-items from the OS CSPRNG (a seeded source per block
-only under --seed). The blocks are persisted and locally checkpointed: a lost block fails the job
-instead of being re-read and truncated again.
+The driver never holds a record. Text formats (FIMI, basket, JSON lines) are read by the Python
+workers themselves: the driver lists the input's files and plans byte ranges (engines/
+byte_ranges.py: Hadoop's split rule, a range owns the lines that start in it; a compressed file
+is one range, decompressed by readers.source), and each worker opens its file (local paths, or
+HDFS/S3/GCS through pyarrow.fs) and runs the local engine's own `read_chunk` functions (the
+compiled FIMI tokeniser for big inputs) on whole lines. No line crosses from the JVM to Python.
+Where the workers cannot open a file (a Hadoop-only codec, a URI scheme pyarrow.fs does not
+know, or `--spark-conf spark.dpfim.reader=jvm`), Spark's text reader reads it (lines split at
+`\n` only) and the same readers parse the lines it hands over. Long format (CSV/TSV/Parquet)
+goes through Spark's readers, `readers.long`'s per-line parser and header rule, grouped by record
+id on the cluster. So a file gives the same records on both engines, and the same data errors
+(named by file and line). Each partition keeps its records as compact blocks (a `Records` CSR
+with a block-local vocabulary), truncated there to --max-record-items from the OS CSPRNG (a
+seeded source per block only under --seed). The blocks are persisted and locally checkpointed:
+a lost block fails the job instead of being re-read and truncated again.
 
 Counting is top-down with the local engine's threshold scheme (engines/local.py): the threshold s
 starts just above the r-th largest item support and halves when the mechanism asks for deeper
-ranks. For each s, the items with support >= s are broadcast; every partition counts the
-r-itemsets of its records restricted to them (numpy) and emits partial counts in hash buckets;
-reduceByKey merges the buckets and only itemsets with support >= s are collected to the driver.
+ranks. One pass over the blocks gives the item supports (merged by reduceByKey, kept on the
+cluster) and the record counts. For each s, the items with support >= s // 2 are broadcast (one
+halving ahead: the next lowering needs no job); every partition counts the r-itemsets of its
+records restricted to them, with the local engine's compiled kernel into a dense array when
+the key space is small (else numpy), and emits partial counts in hash buckets; reduceByKey
+merges the buckets and only itemsets with support >= s // 2 are collected to the driver.
 """
 
 from __future__ import annotations
@@ -334,7 +343,7 @@ def _read_range(
     read = _READERS[fmt]
     try:
         f = byte_ranges.open_uri(part.file)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # pyarrow.fs raises both
         raise _data_error(part.file, 0, None, f"cannot read the input ({exc})") from None
     whole = part.compression != "none"
     span = part.stop - part.start
