@@ -605,8 +605,12 @@ def _add_summary(a: tuple[int, Any], b: tuple[int, Any]) -> tuple[int, Any]:
     return a[0] + b[0], min(a[1], b[1])
 
 
+_TOP_KNOWN = 4096  # the driver learns this many of the largest item supports (values only)
+
+
 def _heads(kvs: Iterable[tuple[str | None, tuple[int, Any]]]) -> Iterator[Any]:
-    """A merged summary partition's stats entry and its _SIZES largest item supports."""
+    """A merged summary partition's stats entry and its _TOP_KNOWN largest item supports (each
+    item is in one partition, so together they hold the global _TOP_KNOWN largest)."""
     top: list[int] = []
     for key, value in kvs:
         if key is None:
@@ -614,7 +618,7 @@ def _heads(kvs: Iterable[tuple[str | None, tuple[int, Any]]]) -> Iterator[Any]:
         else:
             top.append(value[0])
     top.sort(reverse=True)
-    yield ("top", top[:_SIZES])
+    yield ("top", top[:_TOP_KNOWN])
 
 
 def _is_item(kv: tuple[str | None, Any]) -> bool:
@@ -836,7 +840,8 @@ class SparkCounts:
         stats = [v for kind, v in heads if kind == "stats"]
         self._n: int = stats[0][0] if stats else 0
         self._usable: tuple[int, ...] = stats[0][1] if stats else (0,) * _SIZES
-        self._top = sorted((x for kind, v in heads if kind == "top" for x in v), reverse=True)
+        top = sorted((x for kind, v in heads if kind == "top" for x in v), reverse=True)
+        self._top = top[:_TOP_KNOWN]
         self._start(size)
 
     def with_size(self, size: int) -> SparkCounts:
@@ -888,11 +893,10 @@ class SparkCounts:
     # --- one threshold -------------------------------------------------------------------------
 
     def _lower_to(self, s: int) -> None:
-        """Every r-itemset with support >= s. Each counting job looks one halving ahead: it
-        counts at s // 2 (what ensure() asks for next) and collects the itemsets with support
-        >= s // 2; those at or above s are exposed now, the rest wait for the next lowering,
-        which then needs no job."""
-        ahead = max(1, s // 2) if self.size > 1 else s
+        """Every r-itemset with support >= s. Each counting job looks ahead (_ahead: s // 2 to
+        s // 8): it collects the itemsets with support >= that; those at or above s are exposed
+        now, the rest wait for the next lowerings, which then need no job."""
+        ahead = self._ahead(s)
         if self._fetched is None or s < self._fetched[0]:
             self._fetched = (ahead, *self._fetch(ahead))
         _, counts, itemsets = self._fetched
@@ -902,6 +906,22 @@ class SparkCounts:
         self.counts = counts[order]
         self.itemsets = itemsets[order].astype(np.int32)
         self.threshold = s
+
+    def _ahead(self, s: int) -> int:
+        """The threshold a job at s counts at: s // 2, and up to two halvings deeper (s // 8)
+        while the items above it stay few enough for dense counting (known from the largest
+        item supports): the mechanism usually asks for a few more ranks, each halving a job."""
+        if self.size == 1:
+            return s
+        ahead = max(1, s // 2)
+        descending = -np.asarray(self._top, dtype=np.int64)
+        for _ in range(2):
+            deeper = max(1, ahead // 2)
+            width = int(np.searchsorted(descending, -deeper, side="right"))  # supports >= deeper
+            if deeper == ahead or width >= _TOP_KNOWN or width**self.size > _DENSE_KEYS:
+                break
+            ahead = deeper
+        return ahead
 
     def _fetch(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """(supports, item ids) of every r-itemset with support >= s, counted on the cluster
