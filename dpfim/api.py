@@ -167,6 +167,11 @@ def check_options(
         supports,
         share,
     )
+    if max_record_items is not None and max_record_items < max(opts.all_sizes):
+        raise ParameterError(
+            f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
+            f"got {max_record_items}"
+        )
     if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
         # its proof's preconditions, at the (eps, delta) each selection round really gets
         p = opts.public(None, max_record_items)
@@ -260,11 +265,6 @@ def mine(
         records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
     if max_record_items is not None:
-        if max_record_items < max(opts.all_sizes):
-            raise ParameterError(
-                f"max_record_items must be at least size ({max(opts.all_sizes)}), "
-                f"got {max_record_items}"
-            )
         records = truncate(records, max_record_items, source)
     return _mine(
         records,
@@ -339,11 +339,6 @@ def mine_file(
         supports=supports,
         support_share=support_share,
     )
-    if max_record_items is not None and max_record_items < max(opts.all_sizes):
-        raise ParameterError(
-            f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
-            f"got {max_record_items}"
-        )
     if engine not in ENGINES:
         raise ParameterError(f"--engine must be one of {', '.join(ENGINES)}: {engine!r}")
     if engine == "spark" and len(opts.all_sizes) > 1:

@@ -224,6 +224,18 @@ def test_bad_parameters_are_usage_errors(tmp_path: Path, extra: list[str]) -> No
     _one_line_error(*run(args + extra), 2)
 
 
+@pytest.mark.parametrize("size, sizes, bound", [(2, None, 1), (None, "1-3", 2)])
+def test_record_bound_below_the_largest_size_is_refused_by_the_library_too(
+    size: int | None, sizes: str | None, bound: int
+) -> None:
+    from dpfim.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="--max-record-items must be at least --size"):
+        dpfim.api.mine(
+            [["a", "b", "c"]], size=size, sizes=sizes, eps=1, delta="1e-6", max_record_items=bound
+        )
+
+
 def test_missing_required_option() -> None:
     _one_line_error(*run(["mine", "x.csv", "--eps", "1"]), 2)
 
