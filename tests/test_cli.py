@@ -19,26 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from cli_run import run
 
 import dpfim.api
-from dpfim.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "groceries_sample.csv"
 SHARED = REPO.parent / "shared" / "data"
-
-
-def run(args: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    with runner.isolation(input=stdin) as (out, err, *_):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 def pairs_file(tmp_path: Path, name: str = "b.csv", copies: int = 900) -> Path:
