@@ -128,6 +128,7 @@ class SupportIndex:
         self._full = _Source(records.indptr, records.indices, None, 1)
         self._proj: _Source | None = None
         self._buffers: dict[str, np.ndarray] = {}
+        self._postings_cache: tuple[np.ndarray, np.ndarray] | None = None
         self.seconds = 0.0  # time spent counting, for --verbose
         self.passes = 0
         self.item_support = self._item_supports()
@@ -152,11 +153,25 @@ class SupportIndex:
             self._next = max(1, self.threshold // 2)
             self.seconds += time.perf_counter() - t0
 
+    def lower_to(self, s: int) -> None:
+        """Lower the threshold to s (at least 1) in one pass, unless it is there already."""
+        s = max(1, int(s))
+        if self.threshold <= s:
+            return
+        t0 = time.perf_counter()
+        self._lower_to(s)
+        self._next = max(1, self.threshold // 2)
+        self.seconds += time.perf_counter() - t0
+
     def support(self, itemset: Sequence[int]) -> int:
-        """The exact support of one itemset (item ids), one bounded pass over the records."""
+        """The exact support of one itemset (item ids): intersecting the items' record lists
+        (built once, if they fit the memory budget), else one bounded pass over the records."""
         ids = np.unique(np.asarray(itemset, dtype=np.int32))
         if len(ids) == 0:
             return self.n
+        postings = self._postings()
+        if postings is not None:
+            return _intersect_size(postings, ids)
         total = 0
         for r0, r1 in self._batches(self._full):
             base = int(self._indptr[r0])
@@ -164,6 +179,25 @@ class SupportIndex:
             per_row = _per_row(hit, self._indptr[r0 : r1 + 1] - base)
             total += int(np.count_nonzero(per_row == len(ids)))
         return total
+
+    def _postings(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(item_ptr, records): the ascending record numbers of item i are
+        records[item_ptr[i]:item_ptr[i + 1]]. One int32 per item occurrence; None when that
+        does not fit the room left in the memory budget."""
+        if self._postings_cache is None:
+            occurrences = len(self._indices)
+            if occurrences * 12 > self._room or self.n >= 2**31:
+                return None
+            t0 = time.perf_counter()
+            rec = np.repeat(
+                np.arange(self.n, dtype=np.int32), np.diff(self._indptr).astype(np.int64)
+            )
+            order = np.argsort(self._indices, kind="stable")  # stable: records stay ascending
+            ptr = np.zeros(self._n_items + 1, dtype=np.int64)
+            np.cumsum(self.item_support, out=ptr[1:])
+            self._postings_cache = (ptr, rec[order])
+            self.seconds += time.perf_counter() - t0
+        return self._postings_cache
 
     # --- enumeration -------------------------------------------------------------------------
 
@@ -435,6 +469,23 @@ class _Lookup:
         at = np.searchsorted(self.keys, keys)
         at[at == len(self.keys)] = 0
         return np.where(self.keys[at] == keys, at, -1)
+
+
+def _intersect_size(postings: tuple[np.ndarray, np.ndarray], ids: np.ndarray) -> int:
+    """How many records hold every item of `ids` (distinct item ids), from the record lists:
+    the shortest list, filtered by binary search in each of the others."""
+    ptr, records = postings
+    lists = sorted(
+        (records[int(ptr[i]) : int(ptr[i + 1])] for i in ids.tolist()), key=len
+    )
+    common = lists[0]
+    for other in lists[1:]:
+        if len(common) == 0:
+            break
+        at = np.searchsorted(other, common)
+        at[at == len(other)] = 0
+        common = common[other[at] == common] if len(other) else common[:0]
+    return int(len(common))
 
 
 def _per_row(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp
@@ -36,6 +37,7 @@ from dpfim.mechanisms.base import RankedCounts
 from dpfim.samplers import interval as iv
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
+from dpfim.views import lower_to
 
 NOISES = ("gumbel", "exponential", "laplace")
 _START_PREC = 128
@@ -157,6 +159,29 @@ class _Uniforms:
         return max([_START_PREC, *(u.precision() for u in self._all)])
 
 
+class Unlisted(Protocol):
+    """The itemsets of a declared universe by identity, for the counts below `floor`: a uniform
+    draw over the round's universe (itemsets already released excluded) and an exact count."""
+
+    def draw(self, rng: RandomSource) -> tuple[int, ...]: ...
+
+    def count(self, key: tuple[int, ...]) -> int: ...
+
+
+@dataclass(frozen=True)
+class Named:
+    """The argmax is `key`, an itemset the walk drew from below the floor, of count `count`."""
+
+    key: tuple[int, ...]
+    count: int
+
+
+def reveal_floor(noise: Noise) -> int:
+    """The count s* = floor(2b) + 1 from which on the walk lists itemsets by count group; below
+    it they are drawn one by one (`Groups`). A function of public parameters only."""
+    return int(2 * noise.scale) + 1
+
+
 class Groups:
     """The universe's itemsets grouped by count, read from the top down.
 
@@ -164,15 +189,30 @@ class Groups:
     multiplicity. Everything else (counts < s, and the zero-count itemsets of the universe) is
     the rest, of multiplicity K - (known itemsets), bounded by count s - 1. Once the counts are
     complete the rest is the zero group, count 0 exactly.
+
+    With `unlisted` and `floor` s* (docs/privacy.md §12, "Below the floor"): the known groups
+    are the counts >= s* only, the engine is never asked below s*, and the rest R (every
+    itemset of count < s*) is dominated by count s* - 1: the walk draws its members one by one
+    in decreasing order of (s* - 1) + X_I and reads their exact counts.
     """
 
-    def __init__(self, counts: RankedCounts, universe_size: int) -> None:
+    def __init__(
+        self,
+        counts: RankedCounts,
+        universe_size: int,
+        unlisted: Unlisted | None = None,
+        floor: int | None = None,
+    ) -> None:
         self.counts = counts
         self.universe_size = universe_size
+        self.unlisted = unlisted if floor is not None else None
+        self.floor = floor if unlisted is not None else None
         self._refresh()
 
     def _refresh(self) -> None:
         known = self.counts.counts
+        if self.floor is not None:  # only the counts >= floor are listed
+            known = known[: int(np.searchsorted(-known, -self.floor, side="right"))]
         if len(known) > self.universe_size:
             raise ValueError("more nonzero itemsets than the universe holds")
         # counts are in decreasing order (RankedCounts): runs of equal values, found in O(N)
@@ -185,7 +225,16 @@ class Groups:
         self.suffix[-1] = self.rest
         for g in range(len(self.mult) - 1, -1, -1):
             self.suffix[g] = self.suffix[g + 1] + self.mult[g]
-        self.rest_bound = 0 if self.counts.complete else self._threshold() - 1
+        if self.floor is not None and self.below_floor:
+            self.rest_bound = self.floor - 1  # the dominating count of R, exact
+        else:
+            self.rest_bound = 0 if self.counts.complete else self._threshold() - 1
+
+    @property
+    def below_floor(self) -> bool:
+        """Every itemset of count >= floor is listed (the engine reached the floor)."""
+        assert self.floor is not None
+        return self.counts.complete or self._threshold() <= self.floor
 
     def _threshold(self) -> int:
         t = getattr(self.counts, "threshold", None)
@@ -194,22 +243,56 @@ class Groups:
         return int(t)
 
     def deepen(self) -> bool:
-        """Lower the counting threshold (more known groups); False once complete."""
+        """Lower the counting threshold (more known groups); False once complete (with a
+        floor: once the floor is reached)."""
         if self.counts.complete:
             return False
-        self.counts.ensure(2 * len(self.counts.counts) + 2)
+        if self.floor is None:
+            self.counts.ensure(2 * len(self.counts.counts) + 2)
+        elif self.below_floor:
+            return False
+        else:
+            lower_to(self.counts, max(self.floor, self._threshold() // 2))
         self._refresh()
         return True
 
 
-def argmax_group(groups: Groups, noise: Noise, rng: RandomSource) -> int | None:
+class _Draws:
+    """The identities drawn below the floor, in order; kept across redone walks so that the
+    j-th member drawn is the same on every attempt (a uniform draw without replacement)."""
+
+    def __init__(self, groups: Groups, rng: RandomSource) -> None:
+        self._groups = groups
+        self._rng = rng
+        self._drawn: list[Named] = []
+        self._keys: set[tuple[int, ...]] = set()
+
+    def get(self, j: int) -> Named:
+        """The j-th (0-based) member of R drawn, uniform over R minus the ones before it."""
+        unlisted, floor = self._groups.unlisted, self._groups.floor
+        assert unlisted is not None and floor is not None
+        while len(self._drawn) <= j:
+            key = unlisted.draw(self._rng)  # uniform over the round's universe
+            if key in self._keys:
+                continue
+            c = unlisted.count(key)
+            if c >= floor:  # a listed itemset: not in R
+                continue
+            self._drawn.append(Named(key, c))
+            self._keys.add(key)
+        return self._drawn[j]
+
+
+def argmax_group(groups: Groups, noise: Noise, rng: RandomSource) -> int | Named | None:
     """The group (index into groups.values) holding argmax c(I) + X_I, or None for the rest
-    (possible only once the counts are complete: the zero-count itemsets)."""
+    (possible only once the counts are complete: the zero-count itemsets), or, with a floor,
+    the Named itemset of the rest that holds it."""
     uniforms = _Uniforms(rng)
+    draws = _Draws(groups, rng)
     while True:
         uniforms.restart()
         try:
-            return _walk(groups, noise, uniforms, uniforms.precision())
+            return _walk(groups, noise, uniforms, draws, uniforms.precision())
         except _Undecided:
             uniforms.refine()
 
@@ -233,7 +316,11 @@ def _group_max(
     return iv.add(iv.exact(c, prec), noise.quantile_log(w, prec), prec)
 
 
-def _walk(groups: Groups, noise: Noise, uniforms: _Uniforms, prec: int) -> int | None:
+def _walk(
+    groups: Groups, noise: Noise, uniforms: _Uniforms, draws: _Draws, prec: int
+) -> int | Named | None:
+    if groups.floor is not None:
+        return _walk_floor(groups, noise, uniforms, draws, prec)
     while not groups.values:
         if not groups.deepen():
             if groups.rest == 0:
@@ -258,6 +345,100 @@ def _walk(groups: Groups, noise: Noise, uniforms: _Uniforms, prec: int) -> int |
             return None
 
 
+def _walk_floor(
+    groups: Groups, noise: Noise, uniforms: _Uniforms, draws: _Draws, prec: int
+) -> int | Named:
+    """With a floor s*: the maximum over the listed groups (counts >= s*) by the walk, then
+    whether R's maximum beats it (docs/privacy.md §12, "Below the floor"). The two are
+    independent, so deciding them one after the other is exact."""
+    while not groups.values and groups.deepen():
+        pass
+    if not groups.values:
+        if groups.rest == 0:
+            raise ValueError("the universe is empty")
+        return _below_floor(groups, noise, uniforms, draws, prec, None)
+    v = _group_max(groups.values[0], groups.mult[0], noise, uniforms.take(), prec, None)
+    best = 0
+    pos = 1
+    while True:
+        found = _first_above(groups, noise, v, pos, uniforms.take().exponential(prec), prec)
+        if found is None:
+            break
+        g, lam = found
+        v = _group_max(groups.values[g], groups.mult[g], noise, uniforms.take(), prec, lam)
+        best, pos = g, g + 1
+    # R's dominating maximum (s* - 1) + max of n noises exceeds v iff E <= n h(v - (s* - 1))
+    e = uniforms.take().exponential(prec)
+    while True:
+        if groups.rest == 0:
+            return best
+        lam = iv.mul(
+            iv.exact(groups.rest, prec),
+            noise.hazard(iv.sub(v, iv.exact(groups.rest_bound, prec), prec), prec),
+            prec,
+        )
+        if iv.certainly_less(lam, e):  # a bound above the floor, exact below it
+            return best
+        if groups.below_floor:
+            break
+        groups.deepen()
+    if not iv.certainly_at_most(e, lam):
+        raise _Undecided
+    return _below_floor(groups, noise, uniforms, draws, prec, (best, v, lam))
+
+
+def _below_floor(
+    groups: Groups,
+    noise: Noise,
+    uniforms: _Uniforms,
+    draws: _Draws,
+    prec: int,
+    known: tuple[int, iv.Interval, iv.Interval] | None,
+) -> int | Named:
+    """The argmax once the walk reaches R, the n itemsets of count < s* (docs/privacy.md §12).
+
+    Y_I = (s* - 1) + X_I >= c(I) + X_I. known = (best group, its value V, the hazard of R's
+    Y-maximum at V) when the Y-maximum was found to exceed V, or None when every itemset is in
+    R. The Y_I are drawn from the top down: their order statistics by inversion, the identities
+    uniformly without replacement (i.i.d. continuous noise: the ranking is uniform and
+    independent of the values); each drawn itemset's value c(I) + X_I = Y_I - (s* - 1 - c(I))
+    is compared with the best so far, and the draws stop once the next Y falls below it.
+    """
+    d, n = groups.rest_bound, groups.rest
+    above = None if known is None else known[2]
+    y = _group_max(d, n, noise, uniforms.take(), prec, above)
+    best: int | Named | None = None if known is None else known[0]
+    best_v = None if known is None else known[1]
+    for j in range(n):
+        member = draws.get(j)
+        z = iv.add(y, iv.exact(member.count - d, prec), prec)
+        if best_v is None or iv.certainly_less(best_v, z):
+            best, best_v = member, z
+        elif not iv.certainly_less(z, best_v):
+            raise _Undecided
+        if j + 1 == n:
+            break
+        # the largest of the n - j - 1 others, given they are all below y: inversion of
+        # (F(x - d) / F(y - d))^(n - j - 1)
+        u = uniforms.take().interval(prec)
+        if mpf_cmp(u[0], fzero) <= 0:
+            raise _Undecided
+        w = iv.sub(
+            iv.div(iv.log(u, prec), iv.exact(n - j - 1, prec), prec),
+            noise.hazard(iv.sub(y, iv.exact(d, prec), prec), prec),
+            prec,
+        )
+        if mpf_cmp(w[1], fzero) > 0:
+            w = (w[0], fzero)
+        y = iv.add(iv.exact(d, prec), noise.quantile_log(w, prec), prec)
+        if iv.certainly_less(y, best_v):
+            break
+        if not iv.certainly_less(best_v, y):
+            raise _Undecided
+    assert best is not None
+    return best
+
+
 def _first_above(
     groups: Groups, noise: Noise, v: iv.Interval, pos: int, e: iv.Interval, prec: int
 ) -> tuple[int, iv.Interval] | None:
@@ -268,8 +449,12 @@ def _first_above(
         n_known = len(groups.values)
         # Tail bound: every itemset from group g on (known or not) has count <= c_g (the rest:
         # <= its bound), so their total hazard is at most (multiplicity) * h(v - c_g).
+        # With a floor the walk covers the listed groups only (R is decided after it), and
+        # the rest stands for the groups not yet listed (while above the floor) or nothing.
+        listed_only = groups.floor is not None
+        rest_in = not listed_only or not groups.below_floor
         tail_c = groups.values[g] if g < n_known else groups.rest_bound
-        tail_m = groups.suffix[g]
+        tail_m = groups.suffix[g] if rest_in else groups.suffix[g] - groups.rest
         if tail_m == 0:
             return None
         tail = iv.mul(
@@ -282,6 +467,8 @@ def _first_above(
         if g == n_known:
             if groups.deepen():
                 continue  # more known groups now; g is still the first unprocessed one
+            if listed_only:
+                return None
             c, m = 0, groups.rest  # complete: the zero-count itemsets
             if m == 0:
                 return None
