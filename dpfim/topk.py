@@ -84,11 +84,7 @@ class Unlisted:
         """A uniformly random itemset of the universe not yet released (by rejection: an
         r-size by its share of the universe, then r independent uniform ids until distinct)."""
         while True:
-            pick = rng.randbelow(sum(self._weights))
-            for r, w in zip(self._u.sizes, self._weights, strict=True):
-                if pick < w:
-                    break
-                pick -= w
+            r = self._size(rng.randbelow(sum(self._weights)))
             ids = {rng.randbelow(self._u.vocab) for _ in range(r)}
             if len(ids) < r:
                 continue
@@ -99,6 +95,14 @@ class Unlisted:
     def count(self, key: Key) -> int:
         return self._u.support(ids_of(key))
 
+    def _size(self, pick: int) -> int:
+        """The size whose share of the universe holds position `pick`."""
+        for r, w in zip(self._u.sizes, self._weights, strict=True):
+            if pick < w:
+                return r
+            pick -= w
+        raise AssertionError("pick beyond the universe")
+
 
 def peel(
     counts: Identified,
@@ -107,19 +111,19 @@ def peel(
     k: int,
     rng: RandomSource,
     name_zero: ZeroNamer | None = None,
-    universe: DeclaredUniverse | None = None,
+    declared: DeclaredUniverse | None = None,
 ) -> tuple[list[Pick], Outcome | None]:
     """Up to k itemsets in rank order, and the outcome of the round that answered none (None
     if no round did); p holds the selection's whole (eps, delta).
 
     name_zero: how to name a zero-count pick (declared universe); None (open universe): a
-    zero-count pick is the answer none and ends the run. universe: the declared universe by
+    zero-count pick is the answer none and ends the run. declared: the declared universe by
     identity, so that report-noisy-max can draw the itemsets below its floor instead of
     having every nonzero count listed (noisy_max.Groups; the law is the same).
     """
     view = Without(counts)
-    if universe is not None:
-        view.unlisted = universe.unlisted(view)
+    if declared is not None:
+        view.unlisted = declared.unlisted(view)
     round_p = p.scaled(p.eps / k, p.delta / k)
     picks: list[Pick] = []
     for rank in range(1, k + 1):

@@ -475,9 +475,7 @@ def _intersect_size(postings: tuple[np.ndarray, np.ndarray], ids: np.ndarray) ->
     """How many records hold every item of `ids` (distinct item ids), from the record lists:
     the shortest list, filtered by binary search in each of the others."""
     ptr, records = postings
-    lists = sorted(
-        (records[int(ptr[i]) : int(ptr[i + 1])] for i in ids.tolist()), key=len
-    )
+    lists = sorted((records[int(ptr[i]) : int(ptr[i + 1])] for i in ids.tolist()), key=len)
     common = lists[0]
     for other in lists[1:]:
         if len(common) == 0:
@@ -485,7 +483,7 @@ def _intersect_size(postings: tuple[np.ndarray, np.ndarray], ids: np.ndarray) ->
         at = np.searchsorted(other, common)
         at[at == len(other)] = 0
         common = common[other[at] == common] if len(other) else common[:0]
-    return int(len(common))
+    return len(common)
 
 
 def _per_row(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
