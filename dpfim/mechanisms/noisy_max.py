@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Protocol
 
 import numpy as np
-from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp
+from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp, to_float
 
 from dpfim.mechanisms.base import RankedCounts
 from dpfim.samplers import interval as iv
@@ -96,6 +96,19 @@ class Noise:
             half = iv.exact(Fraction(1, 2), prec)
             return _neg_log1m(iv.mul(half, iv.exp(_neg(xb, prec), prec), prec), prec)
         return iv.sub(_ln2(prec), xb, prec)  # -(x/b - ln 2)
+
+    def hazard_float(self, x: np.ndarray) -> np.ndarray:
+        """-ln F(x) in floating point: to schedule work only, never to decide anything."""
+        xb = x / float(self.scale)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            t = np.exp(-xb)
+            if self.kind == "gumbel":
+                out: np.ndarray = t
+            elif self.kind == "exponential":
+                out = np.where(xb > 0, -np.log1p(-np.minimum(t, 1.0)), np.inf)
+            else:
+                out = np.where(xb >= 0, -np.log1p(-0.5 * np.minimum(t, 1.0)), np.log(2) - xb)
+        return out
 
     def hazard(self, x: iv.Interval, prec: int) -> iv.Interval:
         """-ln F(x) over an interval of x (decreasing in x: evaluate at the two ends)."""
@@ -225,6 +238,9 @@ class Groups:
         self.suffix[-1] = self.rest
         for g in range(len(self.mult) - 1, -1, -1):
             self.suffix[g] = self.suffix[g + 1] + self.mult[g]
+        # floats for scheduling the tail-bound checks only (never for a decision)
+        self.values_f = np.asarray(self.values, dtype=np.float64)
+        self.listed_suffix_f = np.cumsum(np.asarray(self.mult, dtype=np.float64)[::-1])[::-1]
         if self.floor is not None and self.below_floor:
             self.rest_bound = self.floor - 1  # the dominating count of R, exact
         else:
@@ -242,9 +258,10 @@ class Groups:
             raise TypeError("incomplete counts must expose their support threshold")
         return int(t)
 
-    def deepen(self) -> bool:
+    def deepen(self, target: int | None = None) -> bool:
         """Lower the counting threshold (more known groups); False once complete (with a
-        floor: once the floor is reached)."""
+        floor: once the floor is reached). target: with a floor, a threshold worth jumping
+        to (at most half the current one; never below the floor)."""
         if self.counts.complete:
             return False
         if self.floor is None:
@@ -252,9 +269,35 @@ class Groups:
         elif self.below_floor:
             return False
         else:
-            lower_to(self.counts, max(self.floor, self._threshold() // 2))
+            s = self._threshold() // 2 if target is None else min(self._threshold() // 2, target)
+            if s < 2 * self.floor:  # one more halving would not save a pass
+                s = self.floor
+            lower_to(self.counts, s)
         self._refresh()
         return True
+
+    def rest_target(self, noise: Noise, v: iv.Interval, budget: float) -> int:
+        """The largest threshold s whose rest bound (rest) h(v - (s - 1)) looks (in floating
+        point) below half the budget: where deepening is worth going. A schedule only: how
+        deep the engine counts never changes the outcome."""
+        lo, hi = 1, max(1, self._threshold() - 1)
+        x0 = to_float(v[0])
+        if not budget > 0:
+            return lo
+
+        def small(s: int) -> bool:
+            h = float(noise.hazard_float(np.asarray([x0 - (s - 1)], dtype=np.float64))[0])
+            return float(self.rest) * h < budget / 2
+
+        if not small(lo):
+            return lo
+        while lo < hi:  # small(lo) holds; find the largest such s in [lo, hi]
+            mid = (lo + hi + 1) // 2
+            if small(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
 
 class _Draws:
@@ -381,7 +424,7 @@ def _walk_floor(
             return best
         if groups.below_floor:
             break
-        groups.deepen()
+        groups.deepen(groups.rest_target(noise, v, to_float(e[0])))
     if not iv.certainly_at_most(e, lam):
         raise _Undecided
     return _below_floor(groups, noise, uniforms, draws, prec, (best, v, lam))
@@ -445,27 +488,37 @@ def _first_above(
     """The first group g >= pos whose maximum exceeds v (with its hazard), or None."""
     lam_sum = iv.ZERO
     g = pos
+    check_at = pos
     while True:
         n_known = len(groups.values)
-        # Tail bound: every itemset from group g on (known or not) has count <= c_g (the rest:
-        # <= its bound), so their total hazard is at most (multiplicity) * h(v - c_g).
         # With a floor the walk covers the listed groups only (R is decided after it), and
         # the rest stands for the groups not yet listed (while above the floor) or nothing.
         listed_only = groups.floor is not None
         rest_in = not listed_only or not groups.below_floor
-        tail_c = groups.values[g] if g < n_known else groups.rest_bound
-        tail_m = groups.suffix[g] if rest_in else groups.suffix[g] - groups.rest
-        if tail_m == 0:
+        listed_m = groups.suffix[g] - groups.rest
+        if listed_m == 0 and (not rest_in or groups.rest == 0):
             return None
-        tail = iv.mul(
-            iv.exact(tail_m, prec),
-            noise.hazard(iv.sub(v, iv.exact(tail_c, prec), prec), prec),
-            prec,
-        )
-        if iv.certainly_less(iv.add(lam_sum, tail, prec), e):
-            return None
+        if g >= check_at or g == n_known:
+            # Tail bound: the listed itemsets from group g on have count <= c_g and the rest
+            # count <= its bound, so their total hazard is at most
+            # (listed multiplicity) h(v - c_g) + (rest) h(v - bound).
+            tail = iv.ZERO
+            if listed_m > 0:
+                tail = iv.mul(
+                    iv.exact(listed_m, prec),
+                    noise.hazard(iv.sub(v, iv.exact(groups.values[g], prec), prec), prec),
+                    prec,
+                )
+            if rest_in and groups.rest > 0:
+                rest_h = noise.hazard(iv.sub(v, iv.exact(groups.rest_bound, prec), prec), prec)
+                tail = iv.add(tail, iv.mul(iv.exact(groups.rest, prec), rest_h, prec), prec)
+            if iv.certainly_less(iv.add(lam_sum, tail, prec), e):
+                return None
+            check_at = _next_check(groups, noise, v, e, lam_sum, g, rest_in)
         if g == n_known:
-            if groups.deepen():
+            budget = to_float(e[0]) - to_float(lam_sum[1])
+            if groups.deepen(groups.rest_target(noise, v, budget)):
+                check_at = g
                 continue  # more known groups now; g is still the first unprocessed one
             if listed_only:
                 return None
@@ -487,3 +540,27 @@ def _first_above(
         if iv.certainly_at_most(e, new_sum):
             return g, lam
         raise _Undecided
+
+
+def _next_check(
+    groups: Groups,
+    noise: Noise,
+    v: iv.Interval,
+    e: iv.Interval,
+    lam_sum: iv.Interval,
+    g: int,
+    rest_in: bool,
+) -> int:
+    """Where the tail bound is next worth checking: the first group after g whose bound,
+    estimated in floating point, is below half of what is left of E (or the end of the listed
+    groups). A schedule only: skipping a check never changes the outcome, since every group
+    on the way is then taken exactly (the bound only ends the walk early)."""
+    budget = to_float(e[0]) - to_float(lam_sum[1])
+    x = to_float(v[0]) - groups.values_f[g + 1 :]
+    tail = groups.listed_suffix_f[g + 1 :] * noise.hazard_float(x)
+    if rest_in:
+        x_rest = np.asarray([to_float(v[0]) - groups.rest_bound], dtype=np.float64)
+        tail = tail + float(groups.rest) * noise.hazard_float(x_rest)[0]
+    with np.errstate(invalid="ignore"):
+        below = np.flatnonzero(tail < budget / 2)
+    return g + 1 + int(below[0]) if len(below) else len(groups.values)
