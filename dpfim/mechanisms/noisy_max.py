@@ -517,7 +517,8 @@ def _first_above(
             check_at = _next_check(groups, noise, v, e, lam_sum, g, rest_in)
         if g == n_known:
             budget = to_float(e[0]) - to_float(lam_sum[1])
-            if groups.deepen(groups.rest_target(noise, v, budget)):
+            target = groups.rest_target(noise, v, budget) if listed_only else None
+            if groups.deepen(target):
                 check_at = g
                 continue  # more known groups now; g is still the first unprocessed one
             if listed_only:
