@@ -541,11 +541,7 @@ class _Accumulator:
         if len(keys) == 0:
             return
         if self.dense is not None:
-            if len(keys) * 8 >= self._space:
-                self.dense += np.bincount(keys, minlength=self._space)
-            else:
-                uniq, cnt = np.unique(keys, return_counts=True)
-                self.dense[uniq] += cnt
+            np.add.at(self.dense, keys, 1)
             return
         uniq, cnt = np.unique(keys, return_counts=True)
         self._pending.append((uniq, cnt.astype(np.int64)))

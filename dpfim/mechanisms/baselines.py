@@ -27,6 +27,7 @@ from dpfim.samplers import interval as iv
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
+from dpfim.views import lower_to
 
 _UP = 1 + 2.0**-40
 
@@ -232,8 +233,7 @@ def run_choosing(
         return Outcome(None, None, None)
     if c1 == 0:  # cannot pass by more than the threshold allows; no itemset occurs
         return Outcome(None, None, None)
-    while not counts.complete:
-        counts.ensure(2 * len(counts.counts) + 2)
+    lower_to(counts, 1)  # every nonzero count, in one pass where the engine can
     groups = Groups(counts, len(counts.counts))
     g = argmax_group(groups, Noise("gumbel", 4 / eps), rng)
     assert isinstance(g, int)
