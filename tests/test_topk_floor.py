@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats
-from test_cli import run as run_cli
+from cli_run import run as run_cli
 
 from dpfim import topk
 from dpfim.engines.local import SupportIndex
