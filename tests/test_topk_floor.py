@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
 from cli_run import run as run_cli
+from scipy import stats
 
 from dpfim import topk
 from dpfim.engines.local import SupportIndex
