@@ -204,7 +204,8 @@ class SupportIndex:
         does not fit the room left in the memory budget."""
         if self._postings_cache is None:
             occurrences = len(self._indices)
-            if occurrences * 12 > self._room or self.n >= 2**31:
+            # the lists (int32) plus, while building, the record numbers and the int64 order
+            if occurrences * 16 > self._room or self.n >= 2**31:
                 return None
             t0 = time.perf_counter()
             rec = np.repeat(

@@ -18,6 +18,12 @@ CDF is F(x - c)^m. The walk:
    below the counting engine's threshold s are bounded by count s - 1 the same way, so the deep
    counts are read only when the bound cannot decide.
 
+With a declared universe whose itemsets can be named and counted one at a time (peeling on the
+local engine), only the counts >= a public floor s* = floor(2b) + 1 are listed; the itemsets
+below it are decided after the walk by drawing them one by one, in decreasing order of the
+dominating value (s* - 1) + X_I, with their exact counts (docs/privacy.md §12, "Below the
+floor"). The output law is the same; the engine never counts below s*.
+
 The winner is a uniformly random member of the last group (its members are exchangeable). Noise
 is continuous, so ties have probability 0. Every comparison is certified with interval arithmetic
 on lazily refined uniforms; an undecided one refines every uniform and redoes the walk, so the
