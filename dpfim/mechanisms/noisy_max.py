@@ -550,23 +550,28 @@ def _first_above(
 
 
 class _HazardAt:
-    """c -> an interval containing h(v - c), for one v. Gumbel: h(v - c) = e^(-v/b) e^(c/b),
-    with e^(c/b) cached per count (the same counts recur in every round of a peeling run), so
-    a group costs two multiplications instead of two exponentials."""
+    """c -> an interval containing h(v - c), for one v, through t = e^(-(v - c)/b) =
+    e^(-v/b) e^(c/b) with e^(c/b) cached per count (the same counts recur in every round of a
+    peeling run). Gumbel: h = t; exponential: -ln(1 - t); Laplace: -ln(1 - t/2), both while
+    v - c is certainly >= 0 (t certainly < 1), else the direct formula. Enclosures of the same
+    values as Noise.hazard, with one exponential fewer per end."""
 
     def __init__(self, noise: Noise, v: iv.Interval, prec: int) -> None:
         self._noise, self._v, self._prec = noise, v, prec
-        self._k: iv.Interval | None = None
-        if noise.kind == "gumbel":
-            inv_b = iv.exact(1 / noise.scale, prec)
-            self._k = iv.exp(_neg(iv.mul(v, inv_b, prec), prec), prec)
+        inv_b = iv.exact(1 / noise.scale, prec)
+        self._k = iv.exp(_neg(iv.mul(v, inv_b, prec), prec), prec)
+        self._one = iv.exact(1, prec)
+        self._half = iv.exact(Fraction(1, 2), prec)
 
     def __call__(self, c: int) -> iv.Interval:
-        if self._k is None:
-            return self._noise.hazard(
-                iv.sub(self._v, iv.exact(c, self._prec), self._prec), self._prec
-            )
-        return iv.mul(self._k, _exp_over(c, self._noise.scale, self._prec), self._prec)
+        prec = self._prec
+        t = iv.mul(self._k, _exp_over(c, self._noise.scale, prec), prec)
+        kind = self._noise.kind
+        if kind == "gumbel":
+            return t
+        if iv.certainly_less(t, self._one):
+            return _neg_log1m(t if kind == "exponential" else iv.mul(self._half, t, prec), prec)
+        return self._noise.hazard(iv.sub(self._v, iv.exact(c, prec), prec), prec)
 
 
 @functools.lru_cache(maxsize=1 << 16)
