@@ -188,10 +188,8 @@ def tight_exact(prof: Profile, par: TightParams) -> Exact:
             law["deeper"] = float(alive.sum())
             break
         f = c1 - prof.c(rank + 1)
-        if j == 0:
-            p = (f - g > t).astype(np.float64)
-        else:
-            p = _dlap_tail(q2, t + g - f + 1)  # nu >= T_j + g - F_j + 1
+        # rank 1: F_0 - g > T_0; deeper: nu >= T_j + g - F_j + 1
+        p = (f - g > t).astype(np.float64) if j == 0 else _dlap_tail(q2, t + g - f + 1)
         mass = float((alive * p).sum())
         alive = alive * (1 - p)
         law[rank] = mass
@@ -228,9 +226,11 @@ def _tight_beyond(
     w = prof.norm(n, a)
     last = par.ranks[-1]
     s_hi = t / w
-    s_lo = t / (w + (last - n) * math.exp(a * (d - c1)) + math.exp(
-        math.log(last) + log_inv_delta + a * (d + 1 - c1)
-    ))
+    s_lo = t / (
+        w
+        + (last - n) * math.exp(a * (d - c1))
+        + math.exp(math.log(last) + log_inv_delta + a * (d + 1 - c1))
+    )
     stay_min, stay_max = alive.copy(), alive.copy()  # passes least / most likely
     for t_j in par.thresholds[j0:]:
         stay_min = stay_min * (1 - _dlap_tail(q2, t_j + g - (c1 - d) + 1))
@@ -380,7 +380,9 @@ def load_profile(data_dir: str, ds: str, r: int, depth: int, cache: Path | None)
     from dpfim.readers import read_records, resolve_format
 
     path = f"{data_dir}/{ds}"
-    idx = SupportIndex(read_records(path, fmt=resolve_format(path, "auto", long_columns_given=False)), r)
+    idx = SupportIndex(
+        read_records(path, fmt=resolve_format(path, "auto", long_columns_given=False)), r
+    )
     idx.ensure(depth)
     counts = np.asarray(idx.counts, dtype=np.int64)
     complete = bool(idx.complete) and len(counts) <= depth
@@ -428,7 +430,9 @@ def main() -> None:
                 flush=True,
             )
             if max(ex.err, gerr, hi - lo) > 1e-9:
-                print(f"  (error bounds: tight {ex.err:.1e}, lmm-gap {gerr:.1e}, width {hi - lo:.1e})")
+                print(
+                    f"  (error bounds: tight {ex.err:.1e}, lmm-gap {gerr:.1e}, width {hi - lo:.1e})"
+                )
     print(f"min over the 60 shared-data cells of P_tight − P_LD: {worst:+.4f}", file=sys.stderr)
 
 

@@ -24,12 +24,12 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import tight_exact as te  # noqa: E402
+import tight_exact as te
 
-from dpfim.mechanisms import lmm_tight as lt  # noqa: E402
-from dpfim.mechanisms.base import VectorCounts  # noqa: E402
-from dpfim.mechanisms.baselines import run_limited_domain  # noqa: E402
-from dpfim.samplers.rng import seeded_source  # noqa: E402
+from dpfim.mechanisms import lmm_tight as lt
+from dpfim.mechanisms.base import VectorCounts
+from dpfim.mechanisms.baselines import run_limited_domain
+from dpfim.samplers.rng import seeded_source
 
 LEVEL = 1e-4
 RUNS = 2000
@@ -81,7 +81,8 @@ def _gof_pvalue(seen: Counter[object], law: dict[object, float]) -> float:
         else:
             pool_o += seen[key]
             pool_e += p * RUNS
-    pool_o += sum(v for k, v in seen.items() if k not in law)  # outcomes the law says are impossible
+    # outcomes the law gives no mass go to the pooled cell
+    pool_o += sum(v for k, v in seen.items() if k not in law)
     if pool_e > 0 or pool_o > 0:
         obs.append(pool_o)
         exp.append(max(pool_e, 1e-12))
