@@ -59,7 +59,9 @@ PAIRS = [
     Pair((74, 28), (75, 28), "default thresholds, margin at T_0 = 46 vs 47", kappa=lt.KAPPA),
     Pair((25,), (25, 1), "zero-count tail: D' lifts a zero into the ranked counts"),
     Pair((40, 26, 26, 12), (40, 27, 27, 12), "l changes: the first passing rank moves 1/2/4"),
-    Pair((30, 30), (31, 30), "a tie that one record breaks: the top-1 set changes"),
+    # kappa_0 = -2 (T_0 = -1): rank 1 passes with its gap of 0 in about half the runs, so the
+    # tied itemset that leaves the top-1 set is tested often (any data-independent T is valid)
+    Pair((30, 30), (31, 30), "a tie that one record breaks: the top-1 set changes", kappa=(-2, 0)),
 ]
 
 
@@ -155,7 +157,7 @@ def test_lmm_tight_satisfies_its_claims_on_edge_pairs() -> None:
     for k in (1, 2):
         at_threshold = [o for o in samples[k][1] if o[1] == 1]
         assert 0.15 * N < len(at_threshold) < 0.85 * N
-    assert sum(o[1] == 1 for o in samples[5][1]) > 0.05 * N
+    assert sum(o[1] == 1 for o in samples[5][1]) > 0.4 * N
 
 
 BROKEN = [
@@ -168,6 +170,12 @@ BROKEN = [
 @pytest.mark.slow
 @pytest.mark.parametrize("variant,pair", BROKEN, ids=[b[0] for b in BROKEN])
 def test_the_tight_audit_catches_a_broken_variant(variant: str, pair: Pair) -> None:
-    samples = [(variant, sample(variant, pair.d, 500), sample(variant, pair.d_prime, 501))]
+    samples = [
+        (
+            variant,
+            sample(variant, pair.d, 500, pair.kappa),
+            sample(variant, pair.d_prime, 501, pair.kappa),
+        )
+    ]
     checks = audit(samples)
     assert any(c.violations for c in checks), [(c.view, c.eps_lower_bound) for c in checks]
