@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpfim import topk
-from dpfim.engines.local import SupportIndex
+from dpfim.engines.local import SupportIndex, default_max_memory
 from dpfim.errors import ParameterError, memory_phase
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
@@ -167,6 +167,11 @@ def check_options(
         supports,
         share,
     )
+    if max_record_items is not None and max_record_items < max(opts.all_sizes):
+        raise ParameterError(
+            f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
+            f"got {max_record_items}"
+        )
     if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
         # its proof's preconditions, at the (eps, delta) each selection round really gets
         p = opts.public(None, max_record_items)
@@ -260,11 +265,6 @@ def mine(
         records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
     if max_record_items is not None:
-        if max_record_items < max(opts.all_sizes):
-            raise ParameterError(
-                f"max_record_items must be at least size ({max(opts.all_sizes)}), "
-                f"got {max_record_items}"
-            )
         records = truncate(records, max_record_items, source)
     return _mine(
         records,
@@ -339,11 +339,6 @@ def mine_file(
         supports=supports,
         support_share=support_share,
     )
-    if max_record_items is not None and max_record_items < max(opts.all_sizes):
-        raise ParameterError(
-            f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
-            f"got {max_record_items}"
-        )
     if engine not in ENGINES:
         raise ParameterError(f"--engine must be one of {', '.join(ENGINES)}: {engine!r}")
     if engine == "spark" and len(opts.all_sizes) > 1:
@@ -450,11 +445,10 @@ def _mine(
 
     t0 = time.perf_counter()
     with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
-        engines: list[Any] = (
-            [SupportIndex(data, r, progress=progress, max_memory=max_memory) for r in sizes]
-            if isinstance(data, Records)
-            else [data]  # an engine's prepared counts (one size: mine_file checks)
-        )
+        engines: list[Any] = [data]  # an engine's prepared counts (one size: mine_file checks)
+        if isinstance(data, Records):
+            share = _memory_share(data, max_memory, len(sizes))
+            engines = [SupportIndex(data, r, progress=progress, max_memory=share) for r in sizes]
         index: Any = engines[0] if len(engines) == 1 else Merged(engines)
         if opts.top == 1 and not opts.supports and len(sizes) == 1:
             out, params_extra, ledger = run_mechanism(
@@ -473,7 +467,7 @@ def _mine(
         counting = sum(e.seconds for e in engines)
         diag.timings["count"] = counting
         diag.timings["mechanism"] = time.perf_counter() - t0 - counting
-        diag.facts["memory budget (MiB)"] = engines[0].max_memory >> 20
+        diag.facts["memory budget (MiB)"] = (max_memory or default_max_memory()) >> 20
         diag.facts["counting passes over the records"] = sum(e.passes for e in engines)
     else:
         diag.timings["count+mechanism"] = time.perf_counter() - t0
@@ -513,6 +507,16 @@ def _mine(
             "n is public under replace-one neighbours; never released under add-remove"
         )
     return build(**fields, params=params, ledger=ledger, private=private, created=started)
+
+
+def _memory_share(records: Records, max_memory: int | None, engines: int) -> int:
+    """Each size's counting engine's part of the one --max-memory budget: the records are held
+    once and shared, the rest is split evenly (with --sizes 1-3 three engines count at once)."""
+    total = default_max_memory() if max_memory is None else max_memory
+    if engines == 1:
+        return total
+    data_bytes = records.indptr.nbytes + records.indices.nbytes
+    return data_bytes + max(0, total - data_bytes) // engines
 
 
 def _peak_rss_mib() -> int:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run as run_cli
 from scipy import stats
-from test_cli import run as run_cli
 
 from dpfim.engines.local import SupportIndex
 from dpfim.mechanisms import baselines as B

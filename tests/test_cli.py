@@ -19,26 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from cli_run import run
 
 import dpfim.api
-from dpfim.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "groceries_sample.csv"
 SHARED = REPO.parent / "shared" / "data"
-
-
-def run(args: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    with runner.isolation(input=stdin) as (out, err, *_):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 def pairs_file(tmp_path: Path, name: str = "b.csv", copies: int = 900) -> Path:
@@ -222,6 +209,18 @@ def test_bad_parameters_are_usage_errors(tmp_path: Path, extra: list[str]) -> No
             i = args.index(flag)
             del args[i : i + 2]
     _one_line_error(*run(args + extra), 2)
+
+
+@pytest.mark.parametrize("size, sizes, bound", [(2, None, 1), (None, "1-3", 2)])
+def test_record_bound_below_the_largest_size_is_refused_by_the_library_too(
+    size: int | None, sizes: str | None, bound: int
+) -> None:
+    from dpfim.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="--max-record-items must be at least --size"):
+        dpfim.api.mine(
+            [["a", "b", "c"]], size=size, sizes=sizes, eps=1, delta="1e-6", max_record_items=bound
+        )
 
 
 def test_missing_required_option() -> None:

@@ -12,12 +12,13 @@ import json
 import tracemalloc
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from cli_run import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import run
 from test_engine_local import brute_force, known
 
 from dpfim.api import mine
@@ -238,6 +239,30 @@ def test_api_takes_max_memory() -> None:
     result = mine(data, eps="1", delta="1e-6", rng=3, max_memory="256M")
     assert result["itemset"] == ["a", "b"]
     assert main is not None
+
+
+@pytest.mark.parametrize("sizes", ["2", "1-3"])
+def test_several_sizes_share_one_memory_budget(sizes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--sizes runs one engine per size at once over the same records: together they get
+    --max-memory (the records counted once), not one budget each."""
+    import dpfim.api
+
+    budgets: list[int] = []
+    data_bytes: list[int] = []
+
+    class Recording(SupportIndex):
+        def __init__(self, records: Records, size: int, **kw: Any) -> None:
+            super().__init__(records, size, **kw)
+            budgets.append(self.max_memory)
+            data_bytes.append(records.indptr.nbytes + records.indices.nbytes)
+
+    monkeypatch.setattr(dpfim.api, "SupportIndex", Recording)
+    data = [["a", "b", "c"]] * 900 + [["a", "c"]] * 100
+    mine(data, sizes=sizes, top=2, eps="1", delta="1e-6", rng=3, max_memory="64M")
+    assert len(budgets) == len(dpfim.api.parse_sizes(sizes))
+    held = data_bytes[0]
+    assert held + sum(b - held for b in budgets) <= 64 << 20
+    assert min(budgets) >= (64 << 20) // len(budgets)
 
 
 @settings(max_examples=100, deadline=None)

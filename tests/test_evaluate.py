@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from test_cli import run
+from cli_run import run
 
 from dpfim import evaluate as ev
 from dpfim.readers import from_transactions

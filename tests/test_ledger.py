@@ -15,22 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from cli_run import run
 
 import dpfim.api
 from dpfim import ledger
-from dpfim.cli import main
 from dpfim.errors import BudgetError, LedgerError, ParameterError
-
-
-def run(args: list[str]) -> tuple[int, str, str]:
-    with CliRunner().isolation() as (out, err, *_):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 @pytest.fixture

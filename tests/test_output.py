@@ -21,24 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from cli_run import run
 
 import dpfim.api
-from dpfim.cli import main
 
 ARGS = ["--eps", "1", "--delta", "1e-6"]
-
-
-def run(args: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    with runner.isolation(input=stdin) as (out, err, *_):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from test_cli import run
+from cli_run import run
 
 from dpfim import api
 from dpfim.mechanisms import baselines, registry

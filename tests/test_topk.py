@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import run
+from cli_run import run
 
 from dpfim import api, topk
 from dpfim.engines.local import SupportIndex
