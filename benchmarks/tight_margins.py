@@ -212,11 +212,18 @@ def o5_certified_grid(x1: float, x2: float, y0: float, y1: float) -> Callable[[i
     return lambda ell: at((ell - 1).bit_length())
 
 
-def o7_chosen(kappa: tuple[int, int] = lt.KAPPA) -> Callable[[int], float]:
-    """lmm-tight as shipped: search thresholds T_j (docs/privacy.md §18.1); the selection's
-    "none" absorbs the top-l instability, so no certification delta is spent."""
-    sp = lt.default_split(EPS, DELTA)
+def o7_chosen(
+    kappa: tuple[int, ...] = lt.KAPPA, shares: tuple[Fraction, Fraction] | None = None
+) -> Callable[[int], float]:
+    """lmm-tight: search thresholds T_j (docs/privacy.md §18.1); the selection's "none" absorbs
+    the top-l instability, so no certification delta is spent. shares: (eps1, eps2) as shares
+    of eps (default: the shipped rule at eps = 1)."""
+    sp = lt.default_split(EPS, DELTA) if shares is None else lt.make_split(EPS, DELTA, *shares)
     return lambda ell: lt.threshold((ell - 1).bit_length(), sp, kappa)
+
+
+# The first shipped version (docs/lmm-tight-design.md): eps/10 each, kappa 3 at rank 1, 2 deeper.
+FIRST = {"kappa": (3, 2), "shares": (Fraction(1, 10), Fraction(1, 10))}
 
 
 def o6_rnm_ptr(x1: float, x2: float, y0: float, y1: float) -> Callable[[int], float]:
@@ -298,10 +305,18 @@ def main() -> None:
         m = make(*shares)
         sh = ", ".join(f"{x:.3g}" for x in shares)
         print(f"| {name} | {sh} | " + " | ".join(f"{m(e):.1f}" for e in ELLS) + " |")
-    for kappa in ((0, 0), lt.KAPPA):
-        m = o7_chosen(kappa)
-        label = f"O7 search + thresholded selection (lmm-tight), kappa = {kappa}"
-        print(f"| {label} | 0.1, 0.1, -, - | " + " | ".join(f"{m(e):.0f}" for e in ELLS) + " |")
+    sp = lt.default_split(EPS, DELTA)
+    shipped = f"{float(sp.eps1 / EPS):g}, {float(sp.eps2 / EPS):g}, -, -"
+    for label, m, sh in (
+        ("O7 first version, kappa = (3; 2)", o7_chosen(**FIRST), "0.1, 0.1, -, -"),
+        ("O7 kappa = (0; 0)", o7_chosen((0, 0)), shipped),
+        (f"O7 lmm-tight (shipped), kappa = {lt.KAPPA}", o7_chosen(), shipped),
+    ):
+        print(f"| {label} | {sh} | " + " | ".join(f"{m(e):.0f}" for e in ELLS) + " |")
+    m = o7_chosen()
+    print(
+        "lmm-tight at l = 1, 2, 4, ..., 2^12: " + ", ".join(f"{m(1 << j):.0f}" for j in range(13))
+    )
     ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
     print(f"| limited-domain, k = 10 (over c(11), l = 10 only) | - | - | {ld:.1f} | - |")
     if args.plot:
@@ -317,11 +332,13 @@ def _plot(path: str) -> None:
     ells = sorted({round(10 ** (k / 8)) for k in range(0, 8 * 6 + 1)})
     ps, gs = paper_split(EPS, DELTA), gap_split(EPS, DELTA)
     tight = o7_chosen()
+    first = o7_chosen(**FIRST)
     certified = o5_certified_grid(*DEFAULTS["O5 + grid 1,2,4,..., no rank-1 noise"])
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     ax.plot(ells, [tau(e, ps) for e in ells], label="lmm (paper split)")
     ax.plot(ells, [tau(e, gs) for e in ells], label="lmm-gap")
     ax.step(ells, [tight(e) for e in ells], where="post", label="lmm-tight (grid 1, 2, 4, ...)")
+    ax.step(ells, [first(e) for e in ells], where="post", ls="--", label="lmm-tight, first version")
     ax.step(ells, [certified(e) for e in ells], where="post", ls=":", label="O5 certified grid")
     ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
     ax.plot([10], [ld], "^", label="limited-domain k = 10 (over c(11))")

@@ -461,7 +461,13 @@ def _mine(
             fields.update(_round_fields(registry.get(opts.mechanism), out))
         else:
             fields, params_extra, ledger = _release_topk(
-                index, data.items, opts, source, universe_size, max_record_items
+                index,
+                data.items,
+                opts,
+                source,
+                universe_size,
+                max_record_items,
+                fast_support=isinstance(data, Records),
             )
     if isinstance(data, Records):
         counting = sum(e.seconds for e in engines)
@@ -553,18 +559,27 @@ def _release_topk(
     rng: RandomSource,
     universe_size: int | None,
     max_record_items: int | None,
+    *,
+    fast_support: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """--top K, --sizes or --supports: (result fields, extra public params, composed ledger)."""
+    """--top K, --sizes or --supports: (result fields, extra public params, composed ledger).
+
+    fast_support: the engine answers single supports quickly (local), so report-noisy-max
+    draws the itemsets of low count by identity instead of having them all counted."""
     spec = registry.get(opts.mechanism)
     p = opts.public(universe_size, max_record_items)
     namer: topk.ZeroNamer | None = None
+    declared: topk.DeclaredUniverse | None = None
     if universe_size is not None:
         vocab, sizes = len(items), opts.all_sizes
 
         def namer(view: Any, source: RandomSource) -> tuple[int, ...]:
             return topk.random_zero_itemset(view, vocab, sizes, source, _support_of(counts))
 
-    picks, last = topk.peel(counts, spec, p, opts.top, rng, namer)
+        if fast_support:
+            declared = topk.DeclaredUniverse(vocab, tuple(sizes), _support_of(counts))
+
+    picks, last = topk.peel(counts, spec, p, opts.top, rng, namer, declared)
     _, eps_sup = topk.shares(opts.eps, opts.supports, opts.support_share)
     if opts.supports:
         picks = topk.add_supports(picks, eps_sup, rng)

@@ -57,6 +57,53 @@ def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fr
     return eps * (1 - share), eps * share
 
 
+@dataclass(frozen=True)
+class DeclaredUniverse:
+    """Every r-subset (r in sizes) of a declared vocabulary of item ids 0..vocab-1, with an
+    exact support oracle (fast: the local engine's record lists)."""
+
+    vocab: int
+    sizes: tuple[int, ...]
+    support: Callable[[list[int]], int]
+
+    def unlisted(self, view: Without) -> Unlisted:
+        return Unlisted(self, view)
+
+
+class Unlisted:
+    """noisy_max.Unlisted for one peeling run: draws over the universe minus the itemsets the
+    view has removed (the round's universe), keys padded with -1 to the largest size."""
+
+    def __init__(self, universe: DeclaredUniverse, view: Without) -> None:
+        self._u = universe
+        self._view = view
+        self._width = max(universe.sizes)
+        self._weights = [math.comb(universe.vocab, r) for r in universe.sizes]
+
+    def draw(self, rng: RandomSource) -> Key:
+        """A uniformly random itemset of the universe not yet released (by rejection: an
+        r-size by its share of the universe, then r independent uniform ids until distinct)."""
+        while True:
+            r = self._size(rng.randbelow(sum(self._weights)))
+            ids = {rng.randbelow(self._u.vocab) for _ in range(r)}
+            if len(ids) < r:
+                continue
+            key = tuple(sorted(ids)) + (-1,) * (self._width - r)
+            if not self._view.is_removed(key):
+                return key
+
+    def count(self, key: Key) -> int:
+        return self._u.support(ids_of(key))
+
+    def _size(self, pick: int) -> int:
+        """The size whose share of the universe holds position `pick`."""
+        for r, w in zip(self._u.sizes, self._weights, strict=True):
+            if pick < w:
+                return r
+            pick -= w
+        raise AssertionError("pick beyond the universe")
+
+
 def peel(
     counts: Identified,
     spec: Spec,
@@ -64,14 +111,19 @@ def peel(
     k: int,
     rng: RandomSource,
     name_zero: ZeroNamer | None = None,
+    declared: DeclaredUniverse | None = None,
 ) -> tuple[list[Pick], Outcome | None]:
     """Up to k itemsets in rank order, and the outcome of the round that answered none (None
     if no round did); p holds the selection's whole (eps, delta).
 
     name_zero: how to name a zero-count pick (declared universe); None (open universe): a
-    zero-count pick is the answer none and ends the run.
+    zero-count pick is the answer none and ends the run. declared: the declared universe by
+    identity, so that report-noisy-max can draw the itemsets below its floor instead of
+    having every nonzero count listed (noisy_max.Groups; the law is the same).
     """
     view = Without(counts)
+    if declared is not None:
+        view.unlisted = declared.unlisted(view)
     round_p = p.scaled(p.eps / k, p.delta / k)
     picks: list[Pick] = []
     for rank in range(1, k + 1):
@@ -82,6 +134,8 @@ def peel(
         if out.index is not None:
             key = view.key(out.index)
             count = int(view.counts[out.index])
+        elif out.named is not None and out.named_count is not None:
+            key, count = out.named, out.named_count
         elif out.zero_pick and name_zero is not None:
             key, count = name_zero(view, rng), 0
         else:

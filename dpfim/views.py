@@ -10,7 +10,7 @@ it, and `complete` means every nonzero support is there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -53,6 +53,9 @@ class Without:
         self._counts = np.zeros(0, dtype=np.int64)
         self._itemsets: np.ndarray | None = None
         self._drop: list[int] = []
+        # A declared universe's itemsets by identity (topk.Unlisted), for report-noisy-max
+        # below its floor; None: the mechanisms see the counts only.
+        self.unlisted: object | None = None
 
     # --- the RankedCounts interface ---------------------------------------------------------
 
@@ -80,6 +83,10 @@ class Without:
         """At most len(removed) rows are hidden, so asking the base for that many more suffices."""
         self._base.ensure(depth + self.removed_nonzero)
 
+    def lower_to(self, s: int) -> None:
+        """Every count >= s in view (the base jumps there in one pass if it can)."""
+        lower_to(self._base, s)
+
     def support(self, ids: Sequence[int]) -> int:
         return int(self._base.support(ids))  # type: ignore[attr-defined]
 
@@ -97,6 +104,9 @@ class Without:
     def removed_zero(self) -> int:
         return sum(1 for c in self._removed.values() if c == 0)
 
+    def is_removed(self, key: Key) -> bool:
+        return key in self._removed
+
     def key(self, index: int) -> Key:
         """The identity of the row at `index` of this view."""
         return tuple(int(x) for x in self.itemsets[index])
@@ -112,8 +122,9 @@ class Without:
             return
         rows = self._base.itemsets
         drop = []
+        threshold = _threshold(self._base) if not self._base.complete else 1
         for key, c in self._removed.items():
-            if c <= 0:
+            if c <= 0 or c < threshold:  # not among the rows (a pick drawn from below them)
                 continue
             # its tie range, found by binary search on the decreasing counts
             lo = len(counts) - int(np.searchsorted(counts[::-1], c, side="right"))
@@ -185,6 +196,11 @@ class Merged:
                 if _threshold(e) == t and not e.complete:
                     e.ensure(len(e.counts) + 1)
 
+    def lower_to(self, s: int) -> None:
+        """Every count >= s of every size in view."""
+        for e in self._engines:
+            lower_to(e, s)
+
     def support(self, ids: Sequence[int]) -> int:
         return int(self._engines[0].support(ids))  # type: ignore[attr-defined]
 
@@ -206,6 +222,17 @@ class Merged:
         self._counts = counts[order].astype(np.int64)
         self._itemsets = items[order]
         self._srcs = srcs
+
+
+def lower_to(counts: Any, s: int) -> None:
+    """Lower `counts` until it holds every count >= s: in one pass if it has `lower_to`, else
+    by asking for one more itemset at a time (each ask lowers the threshold at least once)."""
+    lower = getattr(counts, "lower_to", None)
+    if lower is not None:
+        lower(s)
+        return
+    while _threshold(counts) > s and not counts.complete:
+        counts.ensure(len(counts.counts) + 1)
 
 
 def ids_of(row: Sequence[int] | np.ndarray) -> list[int]:

@@ -40,33 +40,64 @@ ALPHA_EACH = 1e-3
 
 
 def _hand_threshold(j: int, eps: str, delta: str) -> int:
-    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j + k_j s_j), a_0 = 9 eps/10, a_j = 8 eps/10,
-    k_0 s_0 = 3 * 10/eps, k_j s_j = 2 * 20/eps (mpmath)."""
+    """T_j = ceil(1 + (ln(2^j/delta) + ln 9)/a_j + k_j s_j) with eps1 = min(3/20, eps/4) eps,
+    eps2 = min(1/10, eps/10) eps, a_0 = eps - eps1, a_j = eps - eps1 - eps2, k_0 s_0 = 5/eps1,
+    k_j s_j = max(0, 9 - j) (1/eps1 + 1/eps2) (mpmath)."""
     e = mpmath.mpf(eps)
-    a = e * mpmath.mpf(9 if j == 0 else 8) / 10
-    ks = (30 if j == 0 else 40) / e
+    e1 = min(mpmath.mpf(3) / 20, e / 4) * e
+    e2 = min(mpmath.mpf(1) / 10, e / 10) * e
+    a = e - e1 if j == 0 else e - e1 - e2
+    ks = 5 / e1 if j == 0 else max(0, 9 - j) * (1 / e1 + 1 / e2)
     x = 1 + (j * mpmath.log(2) - mpmath.log(mpmath.mpf(delta)) + mpmath.log(9)) / a + ks
     return int(mpmath.ceil(x))
 
 
 def test_split_is_exact_and_sums_to_eps() -> None:
     sp = lt.default_split(Fraction(1), Fraction(1, 10**6))
-    assert (sp.eps1, sp.eps2, sp.alpha_a) == (Fraction(1, 10), Fraction(1, 10), Fraction(8, 10))
+    assert (sp.eps1, sp.eps2, sp.alpha_a) == (Fraction(3, 20), Fraction(1, 10), Fraction(3, 4))
     assert sp.eps == 1 and sp.delta == Fraction(1, 10**6)
-    assert sp.alpha_at(0) == Fraction(9, 10) and sp.alpha_at(5) == Fraction(8, 10)
+    assert sp.alpha_at(0) == Fraction(17, 20) and sp.alpha_at(5) == Fraction(3, 4)
     # every output spends at most eps: l = 1: eps1 + (alpha + eps2); l >= 2: eps1 + eps2 + alpha
     assert sp.eps1 + sp.alpha_at(0) == 1 and sp.eps1 + sp.eps2 + sp.alpha_at(1) == 1
     with pytest.raises(ValueError):
         lt.TightSplit(Fraction(0), Fraction(1), Fraction(1), Fraction(1, 2))
 
 
+@pytest.mark.parametrize(
+    ("eps", "shares"),
+    [
+        # eps1 share min(3/20, eps/4), eps2 share min(1/10, eps/10), by hand
+        ("0.1", (Fraction(1, 40), Fraction(1, 100))),  # 0.1/4, 0.1/10
+        ("0.5", (Fraction(1, 8), Fraction(1, 20))),  # 0.5/4, 0.5/10
+        ("0.6", (Fraction(3, 20), Fraction(3, 50))),  # the eps1 knee: 0.6/4 = 3/20
+        ("1", (Fraction(3, 20), Fraction(1, 10))),  # the eps2 knee
+        ("2", (Fraction(3, 20), Fraction(1, 10))),
+    ],
+)
+def test_shares_follow_the_public_eps(eps: str, shares: tuple[Fraction, Fraction]) -> None:
+    e = Fraction(eps)
+    sp = lt.default_split(e, Fraction(1, 10**6))
+    assert (sp.eps1, sp.eps2) == (shares[0] * e, shares[1] * e)
+    assert sp.eps1 + sp.eps2 + sp.alpha_a == e
+
+
+def test_kappa_schedule() -> None:
+    """kappa_0 = 5, kappa_j = max(0, 9 - j) for j >= 1; the audit's (0, 0) is 0 everywhere."""
+    assert [lt.kappa_at(j) for j in range(12)] == [5, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0]
+    assert lt.kappa_at(40) == 0 and lt.kappa_at(7, (0, 0)) == 0
+
+
 # Literals checked by hand: e.g. T_0 at eps = 1, delta = 1e-6 is
-# ceil(1 + (ln 1e6 + ln 9)/0.9 + 3*10) = ceil(1 + (13.815511 + 2.197225)/0.9 + 30)
-# = ceil(48.791928) = 49; T_1 = ceil(1 + (ln 2 + ln 1e6 + ln 9)/0.8 + 2*20) = ceil(61.882353) = 62.
+# ceil(1 + (ln 1e6 + ln 9)/0.85 + 5/0.15) = ceil(1 + (13.815511 + 2.197225)/0.85 + 33.333333)
+# = ceil(53.171845) = 54; T_1 = ceil(1 + (ln 2 + ln 1e6 + ln 9)/0.75 + 8 (1/0.15 + 1/0.1))
+# = ceil(1 + 22.274511 + 133.333333) = ceil(156.607844) = 157; T_9 (kappa 0) =
+# ceil(1 + (9 ln 2 + ln 1e6 + ln 9)/0.75) = ceil(30.668080) = 31. At eps = 0.1: eps1 = 1/400,
+# T_0 = ceil(1 + 16.012736/0.0975 + 5 * 400) = ceil(2165.233181) = 2166.
 LITERALS = {
-    ("1", "1e-6"): {0: 49, 1: 62, 3: 64, 4: 65, 7: 68, 10: 70, 40: 96},
-    ("0.1", "1e-6"): {0: 479, 1: 610, 3: 628, 4: 636, 7: 662, 10: 688, 40: 948},
-    ("2", "1e-9"): {0: 29, 1: 36, 3: 37, 4: 38, 7: 39, 10: 40, 40: 53},
+    ("1", "1e-6"): {0: 54, 1: 157, 3: 126, 4: 110, 7: 63, 9: 31, 10: 32, 40: 60},
+    ("0.1", "1e-6"): {0: 2166, 1: 11375, 3: 8589, 4: 7196, 7: 3018, 9: 232, 10: 239, 40: 455},
+    ("0.5", "1e-6"): {0: 118, 1: 490, 3: 381, 4: 327, 7: 164, 9: 55, 10: 57, 40: 108},
+    ("2", "1e-9"): {0: 32, 1: 84, 3: 68, 4: 60, 7: 37, 9: 21, 10: 21, 40: 35},
 }
 
 
@@ -116,13 +147,13 @@ def simulate(counts: list[int], eps: float, delta: float, n: int, seed: int) -> 
     order = np.argsort(-vec, kind="stable")
     srt = vec[order]
     nonzero = int((srt > 0).sum())
-    e1, e2 = eps / 10, eps / 10
+    e1, e2 = min(0.15, eps / 4) * eps, min(0.1, eps / 10) * eps
 
     def c(k: int) -> int:  # c(k), 0 past the last nonzero count
         return int(srt[k - 1]) if k <= nonzero else 0
 
     def thr(j: int, a: float) -> int:
-        noise = 3 / e1 if j == 0 else 2 * (1 / e1 + 1 / e2)
+        noise = 5 / e1 if j == 0 else max(0, 9 - j) * (1 / e1 + 1 / e2)
         return math.ceil(1 + (j * math.log(2) + math.log(1 / delta) + math.log(9)) / a + noise)
 
     out: list[Any] = []
@@ -131,7 +162,7 @@ def simulate(counts: list[int], eps: float, delta: float, n: int, seed: int) -> 
         result: Any = ("inf", None)
         for j in range(41):
             ell = 2**j
-            a = 0.9 * eps if j == 0 else 0.8 * eps
+            a = eps - e1 if j == 0 else eps - e1 - e2
             nu = 0 if j == 0 else _dlap(rng, e2)
             if c(1) - c(ell + 1) + nu - g > thr(j, a):
                 # groups: distinct counts in the top l with their multiplicity inside it
@@ -281,10 +312,10 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     )
     assert code == 0, err
     res = json.loads(out)
-    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 49
+    assert res["itemset"] == ["bread", "milk"] and res["ell"] == 1  # lead 80 > T_0 = 54
     assert "n" not in res and "noisy_max" not in res
     assert res["private"] is False and res["params"]["mechanism"] == "lmm-tight"
-    assert res["params"]["split"]["eps1_offset"] == "1/10"
+    assert res["params"]["split"]["eps1_offset"] == "3/20"
     assert res["ledger"]["eps"]["exact"] == "1" and res["ledger"]["delta"]["exact"] == "1/1000000"
     assert [s["releases"] for s in res["ledger"]["steps"]] == ["ell", "itemset"]
 
@@ -295,8 +326,9 @@ def test_cli_none_with_hint(tmp_path: Path) -> None:
     args = ["mine", str(path), "--eps", "0.1", "--delta", "1e-6", "--mechanism", "lmm-tight"]
     code, out, err = _cli([*args, "--neighbours", "add-remove", "--seed", "1"])
     assert code == 0
-    assert json.loads(out)["itemset"] is None and json.loads(out)["ell"] == "inf"
-    assert "lmm-tight answers when the top support leads" in err and "479" in err
+    # none: either no rank passed ("inf") or the selection at the rank found said none
+    assert json.loads(out)["itemset"] is None
+    assert "lmm-tight answers when the top support leads" in err and "2166" in err
 
 
 def test_cli_refuses_replace_one(tmp_path: Path) -> None:
@@ -459,7 +491,7 @@ def _search_law(counts: list[int], sp: lt.TightSplit, last: int) -> dict[Any, An
 def test_lemma_s_exactly_on_random_pairs() -> None:
     """docs/privacy.md §18.3: P_D(o) <= e^(s_o) P_D'(o), s = eps1 for l = 1 and "inf",
     eps1 + eps2 for l >= 2, for any thresholds (here kappa = 0)."""
-    sp = lt.make_split(Fraction(2), Fraction(1, 100))
+    sp = lt.make_split(Fraction(2), Fraction(1, 100), Fraction(1, 10), Fraction(1, 10))
     s1 = mpmath.mpf(1) / 5
     s2 = s1 + mpmath.mpf(1) / 5
     worst = mpmath.mpf(0)

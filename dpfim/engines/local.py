@@ -128,6 +128,7 @@ class SupportIndex:
         self._full = _Source(records.indptr, records.indices, None, 1)
         self._proj: _Source | None = None
         self._buffers: dict[str, np.ndarray] = {}
+        self._postings_cache: tuple[np.ndarray, np.ndarray] | None = None
         self.seconds = 0.0  # time spent counting, for --verbose
         self.passes = 0
         self.item_support = self._item_supports()
@@ -148,15 +149,47 @@ class SupportIndex:
         """Lower the threshold until at least `depth` itemsets are known, or all are."""
         while len(self.counts) < depth and not self.complete:
             t0 = time.perf_counter()
-            self._lower_to(self._next)
+            self._lower_to(self._jump(depth))
             self._next = max(1, self.threshold // 2)
             self.seconds += time.perf_counter() - t0
 
+    def _jump(self, depth: int) -> int:
+        """The next threshold: half the current one, or a quarter or an eighth of it when the
+        growth seen so far (itemsets at s against at 2s) predicts that one halving gives fewer
+        than max(depth, 4 x known) itemsets. Each pass then at least about quadruples the known
+        itemsets, so a search that keeps asking for twice as many pays few passes."""
+        t, known = self.threshold, len(self.counts)
+        if known == 0 or t <= 2 or self._next != max(1, t // 2):
+            return self._next
+        at_double = int(np.searchsorted(-self.counts, -2 * t, side="right"))  # counts >= 2t
+        if at_double == 0:
+            return self._next
+        growth = known / at_double
+        target = max(depth, 4 * known)
+        k = 1
+        while k < 3 and known * growth**k < target:
+            k += 1
+        return max(1, t >> k)
+
+    def lower_to(self, s: int) -> None:
+        """Lower the threshold to s (at least 1) in one pass, unless it is there already."""
+        s = max(1, int(s))
+        if self.threshold <= s:
+            return
+        t0 = time.perf_counter()
+        self._lower_to(s)
+        self._next = max(1, self.threshold // 2)
+        self.seconds += time.perf_counter() - t0
+
     def support(self, itemset: Sequence[int]) -> int:
-        """The exact support of one itemset (item ids), one bounded pass over the records."""
+        """The exact support of one itemset (item ids): intersecting the items' record lists
+        (built once, if they fit the memory budget), else one bounded pass over the records."""
         ids = np.unique(np.asarray(itemset, dtype=np.int32))
         if len(ids) == 0:
             return self.n
+        postings = self._postings()
+        if postings is not None:
+            return _intersect_size(postings, ids)
         total = 0
         for r0, r1 in self._batches(self._full):
             base = int(self._indptr[r0])
@@ -164,6 +197,26 @@ class SupportIndex:
             per_row = _per_row(hit, self._indptr[r0 : r1 + 1] - base)
             total += int(np.count_nonzero(per_row == len(ids)))
         return total
+
+    def _postings(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(item_ptr, records): the ascending record numbers of item i are
+        records[item_ptr[i]:item_ptr[i + 1]]. One int32 per item occurrence; None when that
+        does not fit the room left in the memory budget."""
+        if self._postings_cache is None:
+            occurrences = len(self._indices)
+            # the lists (int32) plus, while building, the record numbers and the int64 order
+            if occurrences * 16 > self._room or self.n >= 2**31:
+                return None
+            t0 = time.perf_counter()
+            rec = np.repeat(
+                np.arange(self.n, dtype=np.int32), np.diff(self._indptr).astype(np.int64)
+            )
+            order = np.argsort(self._indices, kind="stable")  # stable: records stay ascending
+            ptr = np.zeros(self._n_items + 1, dtype=np.int64)
+            np.cumsum(self.item_support, out=ptr[1:])
+            self._postings_cache = (ptr, rec[order])
+            self.seconds += time.perf_counter() - t0
+        return self._postings_cache
 
     # --- enumeration -------------------------------------------------------------------------
 
@@ -437,6 +490,21 @@ class _Lookup:
         return np.where(self.keys[at] == keys, at, -1)
 
 
+def _intersect_size(postings: tuple[np.ndarray, np.ndarray], ids: np.ndarray) -> int:
+    """How many records hold every item of `ids` (distinct item ids), from the record lists:
+    the shortest list, filtered by binary search in each of the others."""
+    ptr, records = postings
+    lists = sorted((records[int(ptr[i]) : int(ptr[i + 1])] for i in ids.tolist()), key=len)
+    common = lists[0]
+    for other in lists[1:]:
+        if len(common) == 0:
+            break
+        at = np.searchsorted(other, common)
+        at[at == len(other)] = 0
+        common = common[other[at] == common] if len(other) else common[:0]
+    return len(common)
+
+
 def _per_row(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """How many flags are set in each row, rows given by their bounds (length rows + 1)."""
     cum = np.zeros(len(flags) + 1, dtype=np.int64)
@@ -492,11 +560,7 @@ class _Accumulator:
         if len(keys) == 0:
             return
         if self.dense is not None:
-            if len(keys) * 8 >= self._space:
-                self.dense += np.bincount(keys, minlength=self._space)
-            else:
-                uniq, cnt = np.unique(keys, return_counts=True)
-                self.dense[uniq] += cnt
+            np.add.at(self.dense, keys, 1)
             return
         uniq, cnt = np.unique(keys, return_counts=True)
         self._pending.append((uniq, cnt.astype(np.int64)))

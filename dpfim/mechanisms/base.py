@@ -70,10 +70,15 @@ class Outcome:
     noisy_max: the released noisy top count (lmm), or None; ell: the stopping rank, or None
     for "inf"; index: position of the selected itemset in `counts`, or None for none;
     zero_pick: the selection chose a zero-count candidate (in a declared universe the caller
-    then names a uniformly random zero-count r-subset).
+    then names a uniformly random zero-count r-subset); named: the selected itemset itself (item
+    ids, padded with -1 like the counts' rows) when the mechanism drew it from a declared
+    universe rather than from `counts` (report-noisy-max below its floor), with its exact
+    count named_count (internal, like every count: never released).
     """
 
     noisy_max: int | None
     ell: int | None
     index: int | None
     zero_pick: bool = False
+    named: tuple[int, ...] | None = None
+    named_count: int | None = None

@@ -19,7 +19,7 @@ import numpy as np
 from dpfim.errors import ParameterError
 from dpfim.ledger import amount
 from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.mechanisms.noisy_max import Groups, Noise, argmax_group
+from dpfim.mechanisms.noisy_max import Groups, Named, Noise, argmax_group, reveal_floor
 from dpfim.mechanisms.selection import groups as groups_of
 from dpfim.mechanisms.selection import pick_member, select_count
 from dpfim.params import fraction_to_float, log_fraction
@@ -27,6 +27,7 @@ from dpfim.samplers import interval as iv
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
+from dpfim.views import lower_to
 
 _UP = 1 + 2.0**-40
 
@@ -72,10 +73,13 @@ def noisy_max_scale(eps: Fraction, neighbours: str) -> Fraction:
 def _noisy_argmax(
     counts: RankedCounts, universe_size: int, noise: Noise, rng: RandomSource
 ) -> Outcome:
-    groups = Groups(counts, universe_size)
+    unlisted = getattr(counts, "unlisted", None)  # a declared universe's identities (topk)
+    groups = Groups(counts, universe_size, unlisted, reveal_floor(noise))
     g = argmax_group(groups, noise, rng)
     if g is None:
         return Outcome(None, None, None, zero_pick=True)
+    if isinstance(g, Named):
+        return Outcome(None, None, None, named=g.key, named_count=g.count)
     return Outcome(None, None, pick_member(counts.counts, groups.values[g], rng))
 
 
@@ -229,11 +233,10 @@ def run_choosing(
         return Outcome(None, None, None)
     if c1 == 0:  # cannot pass by more than the threshold allows; no itemset occurs
         return Outcome(None, None, None)
-    while not counts.complete:
-        counts.ensure(2 * len(counts.counts) + 2)
+    lower_to(counts, 1)  # every nonzero count, in one pass where the engine can
     groups = Groups(counts, len(counts.counts))
     g = argmax_group(groups, Noise("gumbel", 4 / eps), rng)
-    assert g is not None
+    assert isinstance(g, int)
     return Outcome(None, None, pick_member(counts.counts, groups.values[g], rng))
 
 

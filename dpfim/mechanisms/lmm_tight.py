@@ -40,15 +40,33 @@ from dpfim.samplers.rng import RandomSource
 NAME = "lmm-tight"
 NEIGHBOURS = ("add-remove",)
 
-# The data-independent split of eps (docs/lmm-tight-design.md, chosen with
-# benchmarks/tight_margins.py and the P(top) probe there). The selection gets the rest.
-EPS1_SHARE = Fraction(1, 10)  # offset G ~ DLap(1/eps1): the search's cost at l = 1
-EPS2_SHARE = Fraction(1, 10)  # per-rank noise nu_l ~ DLap(1/eps2), l >= 2
-# T(l): the gap at which "none" weighs at most 1/ODDS of the top itemset in the selection, plus
-# KAPPA times the search's noise scale, so that a pass rarely comes at a rank where the
-# selection would then say none (utility only: any data-independent T keeps the guarantee).
+# The data-independent parameters (docs/lmm-tight-design.md, "Retuning on exact P(top)"; chosen
+# with benchmarks/tight_exact.py). Utility only: the guarantee holds for every split
+# eps1 + eps2 + alpha = eps chosen from the public (eps, delta) and every data-independent T_j
+# (docs/privacy.md §18.3, §18.5). The search's shares shrink linearly below a knee: at small eps
+# the selection needs almost all of eps (near-ties in units of 1/eps), at eps >= 1 the search can
+# afford precise noise. The selection gets the rest.
+EPS1_SHARE = (
+    Fraction(3, 20),
+    Fraction(1, 4),
+)  # offset G ~ DLap(1/eps1): eps1 = min(3/20, eps/4) eps
+EPS2_SHARE = (
+    Fraction(1, 10),
+    Fraction(1, 10),
+)  # nu_l ~ DLap(1/eps2), l >= 2: min(1/10, eps/10) eps
+# T_j: the gap at which "none" weighs at most 1/ODDS of the top itemset in the selection, plus
+# kappa_j times the search's noise scale, so that a pass rarely comes at a rank where the
+# selection would then say none. kappa_j = KAPPA[min(j, len(KAPPA) - 1)]: 5 at rank 1 (the
+# margin target), then 8 at rank 2 falling by one a rank to 0 from rank 2^9 on: shallow ranks
+# hold the near-ties of real data, deep ranks the large gaps (utility only).
 ODDS = 9
-KAPPA = (3, 2)  # (rank 1, ranks >= 2): rank 1's only noise is G, so it gets one scale more
+KAPPA: tuple[int, ...] = (5, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+
+
+def share(rule: tuple[Fraction, Fraction], eps: Fraction) -> Fraction:
+    """min(cap, slope * eps) for rule = (cap, slope): a share of eps from the public eps only."""
+    cap, slope = rule
+    return min(cap, slope * eps)
 
 
 @dataclass(frozen=True)
@@ -76,12 +94,14 @@ class TightSplit:
 def make_split(
     eps: Fraction,
     delta: Fraction,
-    eps1_share: Fraction = EPS1_SHARE,
-    eps2_share: Fraction = EPS2_SHARE,
+    eps1_share: Fraction | None = None,
+    eps2_share: Fraction | None = None,
 ) -> TightSplit:
-    return TightSplit(
-        eps1_share * eps, eps2_share * eps, (1 - eps1_share - eps2_share) * eps, delta
-    )
+    """eps1 = eps1_share * eps, eps2 = eps2_share * eps (default: the rules EPS1_SHARE and
+    EPS2_SHARE at this eps), alpha = the rest."""
+    x1 = share(EPS1_SHARE, eps) if eps1_share is None else eps1_share
+    x2 = share(EPS2_SHARE, eps) if eps2_share is None else eps2_share
+    return TightSplit(x1 * eps, x2 * eps, (1 - x1 - x2) * eps, delta)
 
 
 def default_split(eps: Fraction, delta: Fraction) -> TightSplit:
@@ -93,19 +113,24 @@ def grid(last_rank: int) -> list[int]:
     return [1 << j for j in range(last_rank.bit_length())] if last_rank >= 1 else []
 
 
+def kappa_at(j: int, kappa: tuple[int, ...] = KAPPA) -> int:
+    """kappa_j: the last entry repeats."""
+    return kappa[min(j, len(kappa) - 1)]
+
+
 @functools.lru_cache(maxsize=4096)
-def threshold(j: int, split: TightSplit, kappa: tuple[int, int] = KAPPA) -> int:
-    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j + k_j s_j), a_j = split.alpha_at(j),
+def threshold(j: int, split: TightSplit, kappa: tuple[int, ...] = KAPPA) -> int:
+    """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j + kappa_j s_j), a_j = split.alpha_at(j),
     s_0 = 1/eps1 and s_j = 1/eps1 + 1/eps2 (the search noise scales at rank 2^j),
-    (k_0, k_j) = kappa for rank 1 and the deeper ranks.
+    kappa_j = kappa_at(j, kappa).
 
     At c(1) - c(l+1) = T_j the selection's "none" weight is below 1/ODDS of the top itemset's
-    (the KAPPA term only adds to the gap). Utility only: the privacy proof holds for every
+    (the kappa term only adds to the gap). Utility only: the privacy proof holds for every
     data-independent integer T_j (docs/privacy.md §18.3)."""
     a = float(split.alpha_at(j))
     scale = float(1 / split.eps1) + (0.0 if j == 0 else float(1 / split.eps2))
     none_gap = 1 + (j * math.log(2) - log_fraction(split.delta) + math.log(ODDS)) / a
-    return round_up(none_gap + (kappa[0] if j == 0 else kappa[1]) * scale)
+    return round_up(none_gap + kappa_at(j, kappa) * scale)
 
 
 # --- the mechanism ------------------------------------------------------------------------------
@@ -133,7 +158,7 @@ def run_split(
     *,
     ell_max: int = DEFAULT_ELL_MAX,
     universe_size: int | None = None,
-    kappa: tuple[int, int] = KAPPA,
+    kappa: tuple[int, ...] = KAPPA,
 ) -> Outcome:
     """Search the grid, then select. Outcome.ell: the rank found, or None for "inf".
 

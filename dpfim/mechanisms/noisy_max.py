@@ -18,6 +18,12 @@ CDF is F(x - c)^m. The walk:
    below the counting engine's threshold s are bounded by count s - 1 the same way, so the deep
    counts are read only when the bound cannot decide.
 
+With a declared universe whose itemsets can be named and counted one at a time (peeling on the
+local engine), only the counts >= a public floor s* = floor(2b) + 1 are listed; the itemsets
+below it are decided after the walk by drawing them one by one, in decreasing order of the
+dominating value (s* - 1) + X_I, with their exact counts (docs/privacy.md §12, "Below the
+floor"). The output law is the same; the engine never counts below s*.
+
 The winner is a uniformly random member of the last group (its members are exchangeable). Noise
 is continuous, so ties have probability 0. Every comparison is certified with interval arithmetic
 on lazily refined uniforms; an undecided one refines every uniform and redoes the walk, so the
@@ -26,16 +32,19 @@ output is the exact argmax for the infinitely precise uniforms. Proof: docs/priv
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
-from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp
+from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp, to_float
 
 from dpfim.mechanisms.base import RankedCounts
 from dpfim.samplers import interval as iv
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
+from dpfim.views import lower_to
 
 NOISES = ("gumbel", "exponential", "laplace")
 _START_PREC = 128
@@ -94,6 +103,19 @@ class Noise:
             half = iv.exact(Fraction(1, 2), prec)
             return _neg_log1m(iv.mul(half, iv.exp(_neg(xb, prec), prec), prec), prec)
         return iv.sub(_ln2(prec), xb, prec)  # -(x/b - ln 2)
+
+    def hazard_float(self, x: np.ndarray) -> np.ndarray:
+        """-ln F(x) in floating point: to schedule work only, never to decide anything."""
+        xb = x / float(self.scale)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            t = np.exp(-xb)
+            if self.kind == "gumbel":
+                out: np.ndarray = t
+            elif self.kind == "exponential":
+                out = np.where(xb > 0, -np.log1p(-np.minimum(t, 1.0)), np.inf)
+            else:
+                out = np.where(xb >= 0, -np.log1p(-0.5 * np.minimum(t, 1.0)), np.log(2) - xb)
+        return out
 
     def hazard(self, x: iv.Interval, prec: int) -> iv.Interval:
         """-ln F(x) over an interval of x (decreasing in x: evaluate at the two ends)."""
@@ -157,6 +179,29 @@ class _Uniforms:
         return max([_START_PREC, *(u.precision() for u in self._all)])
 
 
+class Unlisted(Protocol):
+    """The itemsets of a declared universe by identity, for the counts below `floor`: a uniform
+    draw over the round's universe (itemsets already released excluded) and an exact count."""
+
+    def draw(self, rng: RandomSource) -> tuple[int, ...]: ...
+
+    def count(self, key: tuple[int, ...]) -> int: ...
+
+
+@dataclass(frozen=True)
+class Named:
+    """The argmax is `key`, an itemset the walk drew from below the floor, of count `count`."""
+
+    key: tuple[int, ...]
+    count: int
+
+
+def reveal_floor(noise: Noise) -> int:
+    """The count s* = floor(2b) + 1 from which on the walk lists itemsets by count group; below
+    it they are drawn one by one (`Groups`). A function of public parameters only."""
+    return int(2 * noise.scale) + 1
+
+
 class Groups:
     """The universe's itemsets grouped by count, read from the top down.
 
@@ -164,15 +209,30 @@ class Groups:
     multiplicity. Everything else (counts < s, and the zero-count itemsets of the universe) is
     the rest, of multiplicity K - (known itemsets), bounded by count s - 1. Once the counts are
     complete the rest is the zero group, count 0 exactly.
+
+    With `unlisted` and `floor` s* (docs/privacy.md §12, "Below the floor"): the known groups
+    are the counts >= s* only, the engine is never asked below s*, and the rest R (every
+    itemset of count < s*) is dominated by count s* - 1: the walk draws its members one by one
+    in decreasing order of (s* - 1) + X_I and reads their exact counts.
     """
 
-    def __init__(self, counts: RankedCounts, universe_size: int) -> None:
+    def __init__(
+        self,
+        counts: RankedCounts,
+        universe_size: int,
+        unlisted: Unlisted | None = None,
+        floor: int | None = None,
+    ) -> None:
         self.counts = counts
         self.universe_size = universe_size
+        self.unlisted = unlisted if floor is not None else None
+        self.floor = floor if unlisted is not None else None
         self._refresh()
 
     def _refresh(self) -> None:
         known = self.counts.counts
+        if self.floor is not None:  # only the counts >= floor are listed
+            known = known[: int(np.searchsorted(-known, -self.floor, side="right"))]
         if len(known) > self.universe_size:
             raise ValueError("more nonzero itemsets than the universe holds")
         # counts are in decreasing order (RankedCounts): runs of equal values, found in O(N)
@@ -185,7 +245,19 @@ class Groups:
         self.suffix[-1] = self.rest
         for g in range(len(self.mult) - 1, -1, -1):
             self.suffix[g] = self.suffix[g + 1] + self.mult[g]
-        self.rest_bound = 0 if self.counts.complete else self._threshold() - 1
+        # floats for scheduling the tail-bound checks only (never for a decision)
+        self.values_f = np.asarray(self.values, dtype=np.float64)
+        self.listed_suffix_f = np.cumsum(np.asarray(self.mult, dtype=np.float64)[::-1])[::-1]
+        if self.floor is not None and self.below_floor:
+            self.rest_bound = self.floor - 1  # the dominating count of R, exact
+        else:
+            self.rest_bound = 0 if self.counts.complete else self._threshold() - 1
+
+    @property
+    def below_floor(self) -> bool:
+        """Every itemset of count >= floor is listed (the engine reached the floor)."""
+        assert self.floor is not None
+        return self.counts.complete or self._threshold() <= self.floor
 
     def _threshold(self) -> int:
         t = getattr(self.counts, "threshold", None)
@@ -193,23 +265,84 @@ class Groups:
             raise TypeError("incomplete counts must expose their support threshold")
         return int(t)
 
-    def deepen(self) -> bool:
-        """Lower the counting threshold (more known groups); False once complete."""
+    def deepen(self, target: int | None = None) -> bool:
+        """Lower the counting threshold (more known groups); False once complete (with a
+        floor: once the floor is reached). target: with a floor, a threshold worth jumping
+        to (at most half the current one; never below the floor)."""
         if self.counts.complete:
             return False
-        self.counts.ensure(2 * len(self.counts.counts) + 2)
+        if self.floor is None:
+            self.counts.ensure(2 * len(self.counts.counts) + 2)
+        elif self.below_floor:
+            return False
+        else:
+            s = self._threshold() // 2 if target is None else min(self._threshold() // 2, target)
+            if s < 2 * self.floor:  # one more halving would not save a pass
+                s = self.floor
+            lower_to(self.counts, s)
         self._refresh()
         return True
 
+    def rest_target(self, noise: Noise, v: iv.Interval, budget: float) -> int:
+        """The largest threshold s whose rest bound (rest) h(v - (s - 1)) looks (in floating
+        point) below half the budget: where deepening is worth going. A schedule only: how
+        deep the engine counts never changes the outcome."""
+        lo, hi = 1, max(1, self._threshold() - 1)
+        x0 = to_float(v[0])
+        if not budget > 0:
+            return lo
 
-def argmax_group(groups: Groups, noise: Noise, rng: RandomSource) -> int | None:
+        def small(s: int) -> bool:
+            h = float(noise.hazard_float(np.asarray([x0 - (s - 1)], dtype=np.float64))[0])
+            return float(self.rest) * h < budget / 2
+
+        if not small(lo):
+            return lo
+        while lo < hi:  # small(lo) holds; find the largest such s in [lo, hi]
+            mid = (lo + hi + 1) // 2
+            if small(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+class _Draws:
+    """The identities drawn below the floor, in order; kept across redone walks so that the
+    j-th member drawn is the same on every attempt (a uniform draw without replacement)."""
+
+    def __init__(self, groups: Groups, rng: RandomSource) -> None:
+        self._groups = groups
+        self._rng = rng
+        self._drawn: list[Named] = []
+        self._keys: set[tuple[int, ...]] = set()
+
+    def get(self, j: int) -> Named:
+        """The j-th (0-based) member of R drawn, uniform over R minus the ones before it."""
+        unlisted, floor = self._groups.unlisted, self._groups.floor
+        assert unlisted is not None and floor is not None
+        while len(self._drawn) <= j:
+            key = unlisted.draw(self._rng)  # uniform over the round's universe
+            if key in self._keys:
+                continue
+            c = unlisted.count(key)
+            if c >= floor:  # a listed itemset: not in R
+                continue
+            self._drawn.append(Named(key, c))
+            self._keys.add(key)
+        return self._drawn[j]
+
+
+def argmax_group(groups: Groups, noise: Noise, rng: RandomSource) -> int | Named | None:
     """The group (index into groups.values) holding argmax c(I) + X_I, or None for the rest
-    (possible only once the counts are complete: the zero-count itemsets)."""
+    (possible only once the counts are complete: the zero-count itemsets), or, with a floor,
+    the Named itemset of the rest that holds it."""
     uniforms = _Uniforms(rng)
+    draws = _Draws(groups, rng)
     while True:
         uniforms.restart()
         try:
-            return _walk(groups, noise, uniforms, uniforms.precision())
+            return _walk(groups, noise, uniforms, draws, uniforms.precision())
         except _Undecided:
             uniforms.refine()
 
@@ -233,7 +366,11 @@ def _group_max(
     return iv.add(iv.exact(c, prec), noise.quantile_log(w, prec), prec)
 
 
-def _walk(groups: Groups, noise: Noise, uniforms: _Uniforms, prec: int) -> int | None:
+def _walk(
+    groups: Groups, noise: Noise, uniforms: _Uniforms, draws: _Draws, prec: int
+) -> int | Named | None:
+    if groups.floor is not None:
+        return _walk_floor(groups, noise, uniforms, draws, prec)
     while not groups.values:
         if not groups.deepen():
             if groups.rest == 0:
@@ -258,38 +395,148 @@ def _walk(groups: Groups, noise: Noise, uniforms: _Uniforms, prec: int) -> int |
             return None
 
 
+def _walk_floor(
+    groups: Groups, noise: Noise, uniforms: _Uniforms, draws: _Draws, prec: int
+) -> int | Named:
+    """With a floor s*: the maximum over the listed groups (counts >= s*) by the walk, then
+    whether R's maximum beats it (docs/privacy.md §12, "Below the floor"). The two are
+    independent, so deciding them one after the other is exact."""
+    while not groups.values and groups.deepen():
+        pass
+    if not groups.values:
+        if groups.rest == 0:
+            raise ValueError("the universe is empty")
+        return _below_floor(groups, noise, uniforms, draws, prec, None)
+    v = _group_max(groups.values[0], groups.mult[0], noise, uniforms.take(), prec, None)
+    best = 0
+    pos = 1
+    while True:
+        found = _first_above(groups, noise, v, pos, uniforms.take().exponential(prec), prec)
+        if found is None:
+            break
+        g, lam = found
+        v = _group_max(groups.values[g], groups.mult[g], noise, uniforms.take(), prec, lam)
+        best, pos = g, g + 1
+    # R's dominating maximum (s* - 1) + max of n noises exceeds v iff E <= n h(v - (s* - 1))
+    e = uniforms.take().exponential(prec)
+    while True:
+        if groups.rest == 0:
+            return best
+        lam = iv.mul(
+            iv.exact(groups.rest, prec),
+            noise.hazard(iv.sub(v, iv.exact(groups.rest_bound, prec), prec), prec),
+            prec,
+        )
+        if iv.certainly_less(lam, e):  # a bound above the floor, exact below it
+            return best
+        if groups.below_floor:
+            break
+        groups.deepen(groups.rest_target(noise, v, to_float(e[0])))
+    if not iv.certainly_at_most(e, lam):
+        raise _Undecided
+    return _below_floor(groups, noise, uniforms, draws, prec, (best, v, lam))
+
+
+def _below_floor(
+    groups: Groups,
+    noise: Noise,
+    uniforms: _Uniforms,
+    draws: _Draws,
+    prec: int,
+    known: tuple[int, iv.Interval, iv.Interval] | None,
+) -> int | Named:
+    """The argmax once the walk reaches R, the n itemsets of count < s* (docs/privacy.md §12).
+
+    Y_I = (s* - 1) + X_I >= c(I) + X_I. known = (best group, its value V, the hazard of R's
+    Y-maximum at V) when the Y-maximum was found to exceed V, or None when every itemset is in
+    R. The Y_I are drawn from the top down: their order statistics by inversion, the identities
+    uniformly without replacement (i.i.d. continuous noise: the ranking is uniform and
+    independent of the values); each drawn itemset's value c(I) + X_I = Y_I - (s* - 1 - c(I))
+    is compared with the best so far, and the draws stop once the next Y falls below it.
+    """
+    d, n = groups.rest_bound, groups.rest
+    above = None if known is None else known[2]
+    y = _group_max(d, n, noise, uniforms.take(), prec, above)
+    best: int | Named | None = None if known is None else known[0]
+    best_v = None if known is None else known[1]
+    for j in range(n):
+        member = draws.get(j)
+        z = iv.add(y, iv.exact(member.count - d, prec), prec)
+        if best_v is None or iv.certainly_less(best_v, z):
+            best, best_v = member, z
+        elif not iv.certainly_less(z, best_v):
+            raise _Undecided
+        if j + 1 == n:
+            break
+        # the largest of the n - j - 1 others, given they are all below y: inversion of
+        # (F(x - d) / F(y - d))^(n - j - 1)
+        u = uniforms.take().interval(prec)
+        if mpf_cmp(u[0], fzero) <= 0:
+            raise _Undecided
+        w = iv.sub(
+            iv.div(iv.log(u, prec), iv.exact(n - j - 1, prec), prec),
+            noise.hazard(iv.sub(y, iv.exact(d, prec), prec), prec),
+            prec,
+        )
+        if mpf_cmp(w[1], fzero) > 0:
+            w = (w[0], fzero)
+        y = iv.add(iv.exact(d, prec), noise.quantile_log(w, prec), prec)
+        if iv.certainly_less(y, best_v):
+            break
+        if not iv.certainly_less(best_v, y):
+            raise _Undecided
+    assert best is not None
+    return best
+
+
 def _first_above(
     groups: Groups, noise: Noise, v: iv.Interval, pos: int, e: iv.Interval, prec: int
 ) -> tuple[int, iv.Interval] | None:
     """The first group g >= pos whose maximum exceeds v (with its hazard), or None."""
     lam_sum = iv.ZERO
     g = pos
+    check_at = pos
+    hz = _HazardAt(noise, v, prec)
     while True:
         n_known = len(groups.values)
-        # Tail bound: every itemset from group g on (known or not) has count <= c_g (the rest:
-        # <= its bound), so their total hazard is at most (multiplicity) * h(v - c_g).
-        tail_c = groups.values[g] if g < n_known else groups.rest_bound
-        tail_m = groups.suffix[g]
-        if tail_m == 0:
+        # With a floor the walk covers the listed groups only (R is decided after it), and
+        # the rest stands for the groups not yet listed (while above the floor) or nothing.
+        listed_only = groups.floor is not None
+        rest_in = not listed_only or not groups.below_floor
+        listed_m = groups.suffix[g] - groups.rest
+        if listed_m == 0 and (not rest_in or groups.rest == 0):
             return None
-        tail = iv.mul(
-            iv.exact(tail_m, prec),
-            noise.hazard(iv.sub(v, iv.exact(tail_c, prec), prec), prec),
-            prec,
-        )
-        if iv.certainly_less(iv.add(lam_sum, tail, prec), e):
-            return None
+        if g >= check_at or g == n_known:
+            # Tail bound: the listed itemsets from group g on have count <= c_g and the rest
+            # count <= its bound, so their total hazard is at most
+            # (listed multiplicity) h(v - c_g) + (rest) h(v - bound).
+            tail = iv.ZERO
+            if listed_m > 0:
+                tail = iv.mul(
+                    iv.exact(listed_m, prec),
+                    hz(groups.values[g]),
+                    prec,
+                )
+            if rest_in and groups.rest > 0:
+                rest_h = hz(groups.rest_bound)
+                tail = iv.add(tail, iv.mul(iv.exact(groups.rest, prec), rest_h, prec), prec)
+            if iv.certainly_less(iv.add(lam_sum, tail, prec), e):
+                return None
+            check_at = _next_check(groups, noise, v, e, lam_sum, g, rest_in)
         if g == n_known:
-            if groups.deepen():
+            budget = to_float(e[0]) - to_float(lam_sum[1])
+            target = groups.rest_target(noise, v, budget) if listed_only else None
+            if groups.deepen(target):
+                check_at = g
                 continue  # more known groups now; g is still the first unprocessed one
+            if listed_only:
+                return None
             c, m = 0, groups.rest  # complete: the zero-count itemsets
             if m == 0:
                 return None
         else:
             c, m = groups.values[g], groups.mult[g]
-        lam = iv.mul(
-            iv.exact(m, prec), noise.hazard(iv.sub(v, iv.exact(c, prec), prec), prec), prec
-        )
+        lam = iv.mul(iv.exact(m, prec), hz(c), prec)
         new_sum = iv.add(lam_sum, lam, prec)
         if iv.certainly_less(new_sum, e):
             lam_sum = new_sum
@@ -300,3 +547,58 @@ def _first_above(
         if iv.certainly_at_most(e, new_sum):
             return g, lam
         raise _Undecided
+
+
+class _HazardAt:
+    """c -> an interval containing h(v - c), for one v, through t = e^(-(v - c)/b) =
+    e^(-v/b) e^(c/b) with e^(c/b) cached per count (the same counts recur in every round of a
+    peeling run). Gumbel: h = t; exponential: -ln(1 - t); Laplace: -ln(1 - t/2), both while
+    v - c is certainly >= 0 (t certainly < 1), else the direct formula. Enclosures of the same
+    values as Noise.hazard, with one exponential fewer per end."""
+
+    def __init__(self, noise: Noise, v: iv.Interval, prec: int) -> None:
+        self._noise, self._v, self._prec = noise, v, prec
+        inv_b = iv.exact(1 / noise.scale, prec)
+        self._k = iv.exp(_neg(iv.mul(v, inv_b, prec), prec), prec)
+        self._one = iv.exact(1, prec)
+        self._half = iv.exact(Fraction(1, 2), prec)
+
+    def __call__(self, c: int) -> iv.Interval:
+        prec = self._prec
+        t = iv.mul(self._k, _exp_over(c, self._noise.scale, prec), prec)
+        kind = self._noise.kind
+        if kind == "gumbel":
+            return t
+        if iv.certainly_less(t, self._one):
+            return _neg_log1m(t if kind == "exponential" else iv.mul(self._half, t, prec), prec)
+        return self._noise.hazard(iv.sub(self._v, iv.exact(c, prec), prec), prec)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _exp_over(c: int, scale: Fraction, prec: int) -> iv.Interval:
+    """e^(c / scale) as a certified interval."""
+    return iv.exp(iv.exact(Fraction(c) / scale, prec), prec)
+
+
+def _next_check(
+    groups: Groups,
+    noise: Noise,
+    v: iv.Interval,
+    e: iv.Interval,
+    lam_sum: iv.Interval,
+    g: int,
+    rest_in: bool,
+) -> int:
+    """Where the tail bound is next worth checking: the first group after g whose bound,
+    estimated in floating point, is below half of what is left of E (or the end of the listed
+    groups). A schedule only: skipping a check never changes the outcome, since every group
+    on the way is then taken exactly (the bound only ends the walk early)."""
+    budget = to_float(e[0]) - to_float(lam_sum[1])
+    x = to_float(v[0]) - groups.values_f[g + 1 :]
+    tail = groups.listed_suffix_f[g + 1 :] * noise.hazard_float(x)
+    if rest_in:
+        x_rest = np.asarray([to_float(v[0]) - groups.rest_bound], dtype=np.float64)
+        tail = tail + float(groups.rest) * noise.hazard_float(x_rest)[0]
+    with np.errstate(invalid="ignore"):
+        below = np.flatnonzero(tail < budget / 2)
+    return g + 1 + int(below[0]) if len(below) else len(groups.values)

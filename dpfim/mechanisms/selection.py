@@ -8,6 +8,7 @@ distribution; which one runs affects run time only. Proof: docs/privacy.md, "Sel
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -76,13 +77,14 @@ def _by_inversion(
 ) -> int:
     """Pick a group by inversion of its cumulative weight, certified against a lazy uniform."""
     u = LazyUniform(rng)
-    c1 = int(values[0])
     while True:
         prec = u.precision()
         cum = []
         total = iv.ZERO
         for c, m in zip(values.tolist(), mult.tolist(), strict=True):
-            w = iv.exp(iv.exact(-alpha_a * (c1 - c) / 2, prec), prec)
+            # exp(alpha_a c / 2): the common factor exp(-alpha_a c(1) / 2) cancels in
+            # target / total, and a weight per count is reused by every peeling round
+            w = _weight(alpha_a, c, prec)
             total = iv.add(total, iv.mul(iv.exact(m, prec), w, prec), prec)
             cum.append(total)
         target = iv.mul(u.interval(prec), total, prec)
@@ -92,6 +94,12 @@ def _by_inversion(
         if g is not None and (g == 0 or iv.certainly_at_most(cum[g - 1], target)):
             return int(values[g])
         u.refine()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _weight(alpha_a: Fraction, c: int, prec: int) -> iv.Interval:
+    """exp(alpha_a c / 2) as a certified interval."""
+    return iv.exp(iv.exact(alpha_a * c / 2, prec), prec)
 
 
 def _first_certainly_above(cum: list[iv.Interval], target: iv.Interval) -> int | None:
