@@ -48,6 +48,7 @@ import numpy as np
 
 from dpfim.engines import byte_ranges
 from dpfim.engines.byte_ranges import ByteRange
+from dpfim.engines.local import next_threshold
 from dpfim.errors import InputError, ParameterError
 from dpfim.readers import basket, fimi, jsonl, long
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
@@ -872,8 +873,16 @@ class SparkCounts:
     def ensure(self, depth: int) -> None:
         """Lower the threshold until at least `depth` itemsets are known, or all are."""
         while len(self.counts) < depth and not self.complete:
-            self._lower_to(self._next)
+            self._lower_to(next_threshold(self.threshold, self.counts, self._next, depth))
             self._next = max(1, self.threshold // 2)
+
+    def lower_to(self, s: int) -> None:
+        """Lower the threshold to s (at least 1), unless it is there already."""
+        s = max(1, int(s))
+        if self.threshold <= s:
+            return
+        self._lower_to(s)
+        self._next = max(1, self.threshold // 2)
 
     def support(self, itemset: Sequence[int]) -> int:
         """The exact support of one itemset (item ids), by a Spark job."""
