@@ -12,6 +12,10 @@ the support of the top r-itemset (what the issue measured): it mines every frequ
 every size at that support, far more than dpfim needs.
 
     python benchmarks/bench_spark.py --records 1000000 3000000 10000000 [--fpgrowth 1000000]
+    python benchmarks/bench_spark.py --records 10000000 --fpgrowth 10000000 --pairs 2
+
+--pairs N runs dpfim on Spark and FPGrowth alternately N times (the machine's load changes; each
+row records the 1-minute load average before and after the run).
 
 Curator-side tool on public benchmark data: it prints exact supports, which dpfim never releases.
 """
@@ -82,7 +86,9 @@ def _tree_rss(root: int) -> dict[str, int]:
 
 
 def run(cmd: list[str]) -> dict[str, object]:
-    """Run cmd; wall time, peak RSS by role, and the --verbose timings it printed."""
+    """Run cmd; wall time, peak RSS by role, the --verbose timings it printed, and the load
+    average before and after."""
+    load_before = os.getloadavg()[0]
     peak = {"driver": 0, "jvm": 0, "workers": 0}
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -111,6 +117,7 @@ def run(cmd: list[str]) -> dict[str, object]:
         "timings": timings,
         "peak_mib": {k: v / 2**20 for k, v in peak.items()},
         "itemset": json.loads(out)["itemset"],
+        "load": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -167,6 +174,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/dpfim-bench-spark"))
     ap.add_argument("--fpgrowth", type=int, nargs="*", default=[], help="sizes to run it on")
     ap.add_argument("--fpgrowth-memory", default="12g", help="spark.driver.memory for FPGrowth")
+    ap.add_argument("--pairs", type=int, default=1, help="Spark / FPGrowth runs, alternating")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -175,13 +183,15 @@ def main() -> None:
         path = make_file(records, args.work)
         row: dict[str, object] = {"records": records, "bytes": path.stat().st_size}
         row["local"] = mine(path, args.size, "local", args.master)
-        row["spark"] = mine(path, args.size, "spark", args.master)
-        assert row["local"]["itemset"] == row["spark"]["itemset"]  # type: ignore[index]
-        if records in args.fpgrowth:
-            support = top_support(path, args.size)
-            row["fpgrowth"] = fpgrowth(path, support, args.master, args.fpgrowth_memory)
+        support = top_support(path, args.size) if records in args.fpgrowth else None
+        for k in range(args.pairs):
+            key = "" if k == 0 else f" {k + 1}"
+            row["spark" + key] = mine(path, args.size, "spark", args.master)
+            assert row["local"]["itemset"] == row["spark" + key]["itemset"]  # type: ignore[index]
+            if support is not None:
+                row["fpgrowth" + key] = fpgrowth(path, support, args.master, args.fpgrowth_memory)
+            print(json.dumps(row), flush=True)
         results.append(row)
-        print(json.dumps(row), flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 

@@ -50,11 +50,14 @@ def count_dense(
     tables: Any,
     offsets: Any,
     out: Any,
+    sort: bool = False,
 ) -> None:  # pragma: no cover - compiled
     """Add to out[key] one for every k-itemset candidate of rows r0..r1-1: a key is
     (id of its frequent (k-1)-prefix) * width + last item; prefixes are extended one item at a
     time through the dense level tables (tables[offsets[j] + key] = id of a frequent j-itemset,
-    or -1) and, from the third item on, only when the last two items form a frequent pair."""
+    or -1) and, from the third item on, only when the last two items form a frequent pair.
+    sort: remap is not increasing (the Spark engine's block-local ids), so each record's mapped
+    items are sorted first; the local engine's are ascending already."""
     buf = np.empty(64, np.int64)
     idx = np.empty(k + 1, np.int64)
     ids = np.empty(k + 1, np.int64)
@@ -71,6 +74,16 @@ def count_dense(
                 m += 1
         if m < k:
             continue
+        if sort and m > 24:
+            buf[:m].sort()
+        elif sort:
+            for p in range(1, m):  # insertion sort: records are mostly short
+                x = buf[p]
+                q = p - 1
+                while q >= 0 and buf[q] > x:
+                    buf[q + 1] = buf[q]
+                    q -= 1
+                buf[q + 1] = x
         d = 0
         idx[0] = -1
         while d >= 0:

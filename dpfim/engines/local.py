@@ -154,22 +154,7 @@ class SupportIndex:
             self.seconds += time.perf_counter() - t0
 
     def _jump(self, depth: int) -> int:
-        """The next threshold: half the current one, or a quarter or an eighth of it when the
-        growth seen so far (itemsets at s against at 2s) predicts that one halving gives fewer
-        than max(depth, 4 x known) itemsets. Each pass then at least about quadruples the known
-        itemsets, so a search that keeps asking for twice as many pays few passes."""
-        t, known = self.threshold, len(self.counts)
-        if known == 0 or t <= 2 or self._next != max(1, t // 2):
-            return self._next
-        at_double = int(np.searchsorted(-self.counts, -2 * t, side="right"))  # counts >= 2t
-        if at_double == 0:
-            return self._next
-        growth = known / at_double
-        target = max(depth, 4 * known)
-        k = 1
-        while k < 3 and known * growth**k < target:
-            k += 1
-        return max(1, t >> k)
+        return next_threshold(self.threshold, self.counts, self._next, depth)
 
     def lower_to(self, s: int) -> None:
         """Lower the threshold to s (at least 1) in one pass, unless it is there already."""
@@ -468,6 +453,27 @@ class SupportIndex:
         from tqdm import tqdm
 
         return tqdm(total=self.n, desc=desc, unit="rec", file=sys.stderr, leave=False, delay=1.0)
+
+
+def next_threshold(threshold: int, counts: np.ndarray, planned: int, depth: int) -> int:
+    """The next threshold: half the current one, or a quarter or an eighth of it when the
+    growth seen so far (itemsets at s against at 2s) predicts that one halving gives fewer
+    than max(depth, 4 x known) itemsets. Each pass then at least about quadruples the known
+    itemsets, so a search that keeps asking for twice as many pays few passes. counts: the
+    known counts (decreasing); planned: the halving the engine would take. Shared with the
+    Spark engine, so that both lower through the same thresholds."""
+    t, known = threshold, len(counts)
+    if known == 0 or t <= 2 or planned != max(1, t // 2):
+        return planned
+    at_double = int(np.searchsorted(-counts, -2 * t, side="right"))  # counts >= 2t
+    if at_double == 0:
+        return planned
+    growth = known / at_double
+    target = max(depth, 4 * known)
+    k = 1
+    while k < 3 and known * growth**k < target:
+        k += 1
+    return max(1, t >> k)
 
 
 class _Lookup:

@@ -1,20 +1,29 @@
 """records -> exact supports on Apache Spark (`pip install 'dpfim[spark]'`). No privacy here.
 
-The driver never holds a record. The executors read the input (Spark's text reader, lines split at
-`\\n` only, or Parquet) and run dpfim's own readers on it: whole lines go through the same
-`read_chunk` functions the local engine reads with (dpfim.readers.basket/fimi/jsonl), long format
-through `readers.long`'s per-line parser and header rule, grouped by record id on the cluster. So a
-file gives the same records on both engines, and the same data errors (named by file and line).
-Each partition keeps its records as compact blocks (a `Records` CSR with a block-local
-vocabulary), truncated there to --max-record-items from the OS CSPRNG (a seeded source per block
-only under --seed). The blocks are persisted and locally checkpointed: a lost block fails the job
-instead of being re-read and truncated again.
+The driver never holds a record. Text formats (FIMI, basket, JSON lines) are read by the Python
+workers themselves: the driver lists the input's files and plans byte ranges (engines/
+byte_ranges.py: Hadoop's split rule, a range owns the lines that start in it; a compressed file
+is one range, decompressed by readers.source), and each worker opens its file (local paths, or
+HDFS/S3/GCS through pyarrow.fs) and runs the local engine's own `read_chunk` functions (the
+compiled FIMI tokeniser for big inputs) on whole lines. No line crosses from the JVM to Python.
+Where the workers cannot open a file (a Hadoop-only codec, a URI scheme pyarrow.fs does not
+know, or `--spark-conf spark.dpfim.reader=jvm`), Spark's text reader reads it (lines split at
+`\n` only) and the same readers parse the lines it hands over. Long format (CSV/TSV/Parquet)
+goes through Spark's readers, `readers.long`'s per-line parser and header rule, grouped by record
+id on the cluster. So a file gives the same records on both engines, and the same data errors
+(named by file and line). Each partition keeps its records as compact blocks (a `Records` CSR
+with a block-local vocabulary), truncated there to --max-record-items from the OS CSPRNG (a
+seeded source per block only under --seed). The blocks are persisted and locally checkpointed:
+a lost block fails the job instead of being re-read and truncated again.
 
 Counting is top-down with the local engine's threshold scheme (engines/local.py): the threshold s
 starts just above the r-th largest item support and halves when the mechanism asks for deeper
-ranks. For each s, the items with support >= s are broadcast; every partition counts the
-r-itemsets of its records restricted to them (numpy) and emits partial counts in hash buckets;
-reduceByKey merges the buckets and only itemsets with support >= s are collected to the driver.
+ranks. One pass over the blocks gives the item supports (merged by reduceByKey, kept on the
+cluster) and the record counts. For each s, the items with support >= s // 2 are broadcast (one
+halving ahead: the next lowering needs no job); every partition counts the r-itemsets of its
+records restricted to them, with the local engine's compiled kernel into a dense array when
+the key space is small (else numpy), and emits partial counts in hash buckets; reduceByKey
+merges the buckets and only itemsets with support >= s // 2 are collected to the driver.
 """
 
 from __future__ import annotations
@@ -37,10 +46,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from dpfim.engines import byte_ranges
+from dpfim.engines.byte_ranges import ByteRange
+from dpfim.engines.local import next_threshold
 from dpfim.errors import InputError, ParameterError
 from dpfim.readers import basket, fimi, jsonl, long
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
-from dpfim.readers.source import CHUNK_BYTES, decode, split_lines
+from dpfim.readers.source import CHUNK_BYTES, chunks, decode, decompressed, split_lines
 from dpfim.samplers.rng import RandomSource, seeded_source, system_source
 
 if TYPE_CHECKING:
@@ -55,6 +67,9 @@ _CHUNK_BYTES = CHUNK_BYTES  # lines handed to a reader at once, as in the local 
 _BLOCK_RECORDS = 1 << 18  # records per cached block (a block is one row on its way to the JVM)
 _BLOCK_BYTES = 16 << 20
 _COMBOS_AT_ONCE = 1 << 22  # itemset occurrences generated per numpy step (bounds worker memory)
+_RANGE_BLOCK_BYTES = 64 << 20  # input bytes per cached block when the workers read byte ranges
+_DENSE_KEYS = 1 << 23  # r-itemset keys counted in a dense array per partition (64 MiB) at most
+_READER_CONF = "spark.dpfim.reader"  # auto (default), python or jvm: who reads text input
 _READERS: dict[str, Callable[[bytes, int, str, str, RecordBuilder], None]] = {
     "basket": basket.read_chunk,
     "fimi": fimi.read_chunk,
@@ -89,7 +104,13 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None) ->
             builder = builder.config("spark.pyspark.python", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     if "spark.driver.extraJavaOptions" not in (conf or {}):
-        builder = builder.config("spark.driver.extraJavaOptions", _quiet_log4j())
+        # C1 only: the driver JVM starts 2x faster on a busy machine (C2 compiles compete for
+        # the cores); dpfim's heavy work runs in Python, the JVM mostly moves bytes
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", _quiet_log4j() + " -XX:TieredStopAtLevel=1"
+        )
+    if master is not None and master.startswith("local") and "spark.ui.enabled" not in (conf or {}):
+        builder = builder.config("spark.ui.enabled", "false")  # a local run: no web UI to start
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return _quiet(builder.getOrCreate)
@@ -150,6 +171,24 @@ class _Block:
 
     records: Records
     first_seen: list[tuple[str, int, int, int]]
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        """Compact on its way to the JVM's block store and back: ids as uint16 when the block
+        has at most 65536 items, record lengths in the smallest unsigned type that holds them."""
+        recs = self.records
+        ids = recs.indices.astype(np.uint16) if len(recs.items) <= 1 << 16 else recs.indices
+        lengths = np.diff(recs.indptr)
+        top = int(lengths.max()) if len(lengths) else 0
+        kind = np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64
+        return recs.items, ids, lengths.astype(kind), self.first_seen
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        items, ids, lengths, first_seen = state
+        indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        records = Records(items, indptr, ids.astype(np.int32, copy=False))
+        object.__setattr__(self, "records", records)
+        object.__setattr__(self, "first_seen", first_seen)
 
 
 # --- reading (runs on the executors) ----------------------------------------------------------
@@ -288,6 +327,94 @@ def _arrow_blob(block: _Block) -> pa.RecordBatch:
 
     blob = pickle.dumps(block, protocol=pickle.HIGHEST_PROTOCOL)
     return pa.RecordBatch.from_arrays([pa.array([blob], type=pa.large_binary())], ["blob"])
+
+
+def _read_ranges(
+    fmt: str, sep: str, universe: Sequence[str] | None, ranges: Iterable[ByteRange]
+) -> Iterator[_Block]:
+    """mapPartitions over byte ranges: the worker opens each file itself and reads the range's
+    lines with the local engine's chunk reader into blocks."""
+    for part in ranges:
+        yield from _read_range(part, fmt, sep, universe)
+
+
+def _read_range(
+    part: ByteRange, fmt: str, sep: str, universe: Sequence[str] | None
+) -> Iterator[_Block]:
+    read = _READERS[fmt]
+    try:
+        f = byte_ranges.open_uri(part.file)
+    except (OSError, ValueError) as exc:  # pyarrow.fs raises both
+        raise _data_error(part.file, 0, None, f"cannot read the input ({exc})") from None
+    whole = part.compression != "none"
+    span = part.stop - part.start
+    # the local engine's reader policy by input size (compressed: assume ~4x)
+    hint = span * 4 if whole else span
+
+    def builder() -> RecordBuilder:
+        out = RecordBuilder(Vocabulary(universe))
+        out.size_hint = hint
+        return out
+
+    with f:
+        # (chunk, first line or None, position): plain ranges number their lines only on error
+        pieces: Iterator[tuple[bytes, int | None, int]]
+        if whole:
+            stream = decompressed(f, part.compression)
+            pieces = ((c, n, n) for c, n in chunks(stream, _NAME, part.compression))
+        else:
+            pieces = ((c, None, at) for c, at in byte_ranges.range_chunks(f, part.start, part.stop))
+        out = builder()
+        block_at: int | None = None
+        block_bytes = 0
+        try:
+            for chunk, first, at in pieces:
+                if block_at is None:
+                    block_at = at
+                try:
+                    # a provisional first line for a plain range: the reader's choices do not
+                    # depend on it beyond "the first chunk or not"; errors are renumbered below
+                    line = first if first is not None else 1 if at == 0 else 2
+                    read(chunk, line, _NAME, sep, out)
+                except InputError as exc:
+                    if first is not None:
+                        raise
+                    raise _renumbered(exc, f, chunk, at, read, sep, builder()) from None
+                block_bytes += len(chunk)
+                if block_bytes >= _RANGE_BLOCK_BYTES:
+                    yield _range_block(part, block_at, out)
+                    out, block_at, block_bytes = builder(), None, 0
+        except InputError as exc:
+            raise _data_error(part.file, 0, *_split_error(exc)) from None
+        except OSError as exc:
+            raise _data_error(part.file, 0, None, f"cannot read the input ({exc})") from None
+        if block_at is not None:
+            yield _range_block(part, block_at, out)
+
+
+def _renumbered(
+    exc: InputError,
+    f: Any,
+    chunk: bytes,
+    at: int,
+    read: Callable[[bytes, int, str, str, RecordBuilder], None],
+    sep: str,
+    scratch: RecordBuilder,
+) -> InputError:
+    """A reader error in a plain range, named by its line in the file: the chunk is read again
+    with its true first line (the message is then exactly the local engine's)."""
+    first = 1 + byte_ranges.lines_before(f, at)
+    try:
+        read(chunk, first, _NAME, sep, scratch)
+    except InputError as again:
+        return again
+    line, message = _split_error(exc)  # pragma: no cover - the readers are deterministic
+    return InputError(f"{_NAME}:{first + (line or 1) - 1}: {message}")
+
+
+def _range_block(part: ByteRange, at: int, out: RecordBuilder) -> _Block:
+    records = out.build()
+    return _Block(records, [(part.file, part.start, at, i) for i in range(len(records.items))])
 
 
 def _long_lines(batches: Iterable[pa.RecordBatch], sep: str) -> Iterator[pa.RecordBatch]:
@@ -446,31 +573,57 @@ def _truncated(limit: int | None, seed: int | None, index: int, blocks: Iterable
 # --- counting (runs on the executors) ---------------------------------------------------------
 
 
-def _stats(size: int, block: _Block) -> tuple[int, int]:
-    """(records, records with at least `size` items)."""
-    lengths = np.diff(block.records.indptr)
-    return block.records.n, int((lengths >= size).sum())
+def _support_at_least(s: int, kv: tuple[str, tuple[int, Any]]) -> bool:
+    return kv[1][0] >= s
 
 
-def _add_stats(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return a[0] + b[0], a[1] + b[1]
+_SIZES = 5  # itemset sizes 1.._SIZES: records with at least r items, for each
 
 
-def _item_supports(block: _Block) -> Iterator[tuple[str, tuple[int, tuple[str, int, int, int]]]]:
-    recs = block.records
-    counts = np.bincount(recs.indices, minlength=len(recs.items)).tolist()
-    for item, count, seen in zip(recs.items, counts, block.first_seen, strict=True):
-        yield item, (count, seen)
+def _summary(blocks: Iterable[_Block]) -> Iterator[tuple[str | None, tuple[int, Any]]]:
+    """One pass over a partition: (item, (support, first seen)) for every item present, and
+    (None, (records, records with >= r items for r = 1..5))."""
+    n = 0
+    usable = [0] * _SIZES
+    for block in blocks:
+        recs = block.records
+        counts = np.bincount(recs.indices, minlength=len(recs.items)).tolist()
+        for item, count, seen in zip(recs.items, counts, block.first_seen, strict=True):
+            if count:
+                yield item, (count, seen)
+        lengths = np.diff(recs.indptr)
+        n += recs.n
+        for r in range(_SIZES):
+            usable[r] += int(np.count_nonzero(lengths > r))
+    yield None, (n, tuple(usable))
 
 
-def _add_support(
-    a: tuple[int, tuple[str, int, int, int]], b: tuple[int, tuple[str, int, int, int]]
-) -> tuple[int, tuple[str, int, int, int]]:
+def _add_summary(a: tuple[int, Any], b: tuple[int, Any]) -> tuple[int, Any]:
+    """Merge two summary values: supports add, the first-seen position is the least one; the
+    stats entry (its second part a tuple of ints, not a position) adds element-wise."""
+    if a[1] and isinstance(a[1][0], int):
+        return a[0] + b[0], tuple(x + y for x, y in zip(a[1], b[1], strict=True))
     return a[0] + b[0], min(a[1], b[1])
 
 
-def _support_at_least(s: int, kv: tuple[str, tuple[int, Any]]) -> bool:
-    return kv[1][0] >= s
+_TOP_KNOWN = 4096  # the driver learns this many of the largest item supports (values only)
+
+
+def _heads(kvs: Iterable[tuple[str | None, tuple[int, Any]]]) -> Iterator[Any]:
+    """A merged summary partition's stats entry and its _TOP_KNOWN largest item supports (each
+    item is in one partition, so together they hold the global _TOP_KNOWN largest)."""
+    top: list[int] = []
+    for key, value in kvs:
+        if key is None:
+            yield ("stats", value)
+        else:
+            top.append(value[0])
+    top.sort(reverse=True)
+    yield ("top", top[:_TOP_KNOWN])
+
+
+def _is_item(kv: tuple[str | None, Any]) -> bool:
+    return kv[0] is not None
 
 
 @functools.lru_cache(maxsize=256)
@@ -555,11 +708,60 @@ def _bucket(keys: np.ndarray, buckets: int, size: int) -> np.ndarray:
     return keys % buckets
 
 
+def _kernels() -> Any:
+    try:
+        from dpfim.engines import _compiled
+    except ImportError:  # numba missing or unusable: numpy counts exactly too
+        return None
+    return _compiled
+
+
+def _dense_counts(
+    index: Mapping[str, int], width: int, size: int, blocks: Iterable[_Block]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, partial counts) of a partition when width**size keys fit in a dense array: the
+    local engine's compiled counting kernel (numba) per block, or numpy without it."""
+    out = np.zeros(width**size, dtype=np.int64)
+    kernels = _kernels()
+    # level tables for the kernel: every (j)-subset of frequent items counts as a prefix, its id
+    # its own key, so that a key is the itemset's base-`width` number (what _encode gives)
+    offsets = np.zeros(size + 1, dtype=np.int64)
+    parts = [np.full(1, -1, dtype=np.int64)]
+    start = 1
+    for j in range(2, size):
+        offsets[j] = start
+        parts.append(np.arange(width**j, dtype=np.int64))
+        start += width**j
+    tables = np.concatenate(parts)
+    for block in blocks:
+        recs = block.records
+        lut = np.fromiter((index.get(t, -1) for t in recs.items), np.int64, len(recs.items))
+        if not (lut >= 0).any():
+            continue
+        if kernels is not None:
+            kernels.count_dense(
+                recs.indptr, recs.indices, lut, 0, recs.n, size, width, tables, offsets, out, True
+            )
+            continue
+        for part in _itemset_keys(recs, lut, width, size):
+            out += np.bincount(part, minlength=len(out))
+    keys = np.flatnonzero(out)
+    return keys.astype(np.int64), out[keys]
+
+
 def _partial_counts(
     bc: Any, width: int, size: int, buckets: int, blocks: Iterable[_Block]
 ) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray]]]:
     """One partition's counts of the r-itemsets of frequent items, by hash bucket."""
     index: dict[str, int] = bc.value
+    if width**size <= _DENSE_KEYS:
+        k, c = _dense_counts(index, width, size, blocks)
+        where = _bucket(k, buckets, size)
+        for b in range(buckets):
+            sel = where == b
+            if sel.any():
+                yield b, (k[sel], c[sel])
+        return
     keys: list[np.ndarray] = []
     counts: list[np.ndarray] = []
     for block in blocks:
@@ -630,8 +832,17 @@ class SparkCounts:
         self._persisted: list[DataFrame] = []
         self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
         self._blocks = self._guard(lambda: self._read())
-        self._supports = self._blocks.flatMap(_item_supports).reduceByKey(_add_support)
-        self._supports.persist()
+        # one pass over the records: item supports and record counts, merged on the cluster
+        parts = max(2, spark.sparkContext.defaultParallelism)
+        self._summary = self._blocks.mapPartitions(_summary).reduceByKey(_add_summary, parts)
+        self._summary.persist()
+        self._supports: Any = self._summary.filter(_is_item)  # items only
+        heads = self._guard(lambda: self._summary.mapPartitions(_heads).collect())
+        stats = [v for kind, v in heads if kind == "stats"]
+        self._n: int = stats[0][0] if stats else 0
+        self._usable: tuple[int, ...] = stats[0][1] if stats else (0,) * _SIZES
+        top = sorted((x for kind, v in heads if kind == "top" for x in v), reverse=True)
+        self._top = top[:_TOP_KNOWN]
         self._start(size)
 
     def with_size(self, size: int) -> SparkCounts:
@@ -645,16 +856,15 @@ class SparkCounts:
         if not 1 <= size <= 5:
             raise ValueError(f"itemset size must be 1..5, got {size}")
         self.size = size
-        self.n, self.usable = self._guard(
-            lambda: self._blocks.map(functools.partial(_stats, size)).fold((0, 0), _add_stats)
-        )
+        self.n, self.usable = int(self._n), int(self._usable[size - 1])
         self.items: list[str] = list(self._declared) if self._declared is not None else []
         self.counts = np.zeros(0, dtype=np.int64)
         self.itemsets = np.zeros((0, size), dtype=np.int32)
-        top = self._guard(lambda: self._supports.map(lambda kv: kv[1][0]).top(size))
+        top = self._top
         bound = int(top[size - 1]) if len(top) >= size else 0
         self.threshold = bound + 1 if bound > 0 else 1
         self._next = bound if bound > 0 else 1
+        self._fetched: tuple[int, np.ndarray, np.ndarray] | None = None
 
     @property
     def complete(self) -> bool:
@@ -663,8 +873,16 @@ class SparkCounts:
     def ensure(self, depth: int) -> None:
         """Lower the threshold until at least `depth` itemsets are known, or all are."""
         while len(self.counts) < depth and not self.complete:
-            self._lower_to(self._next)
+            self._lower_to(next_threshold(self.threshold, self.counts, self._next, depth))
             self._next = max(1, self.threshold // 2)
+
+    def lower_to(self, s: int) -> None:
+        """Lower the threshold to s (at least 1), unless it is there already."""
+        s = max(1, int(s))
+        if self.threshold <= s:
+            return
+        self._lower_to(s)
+        self._next = max(1, self.threshold // 2)
 
     def support(self, itemset: Sequence[int]) -> int:
         """The exact support of one itemset (item ids), by a Spark job."""
@@ -676,7 +894,7 @@ class SparkCounts:
 
     def close(self) -> None:
         """Release the cached blocks and supports."""
-        self._supports.unpersist()
+        self._summary.unpersist()
         self._blocks.unpersist()
         for frame in self._persisted:
             frame.unpersist()
@@ -684,7 +902,40 @@ class SparkCounts:
     # --- one threshold -------------------------------------------------------------------------
 
     def _lower_to(self, s: int) -> None:
-        frequent = self._guard(
+        """Every r-itemset with support >= s. Each counting job looks ahead (_ahead: s // 2 to
+        s // 8): it collects the itemsets with support >= that; those at or above s are exposed
+        now, the rest wait for the next lowerings, which then need no job."""
+        ahead = self._ahead(s)
+        if self._fetched is None or s < self._fetched[0]:
+            self._fetched = (ahead, *self._fetch(ahead))
+        _, counts, itemsets = self._fetched
+        keep = counts >= s
+        counts, itemsets = counts[keep], itemsets[keep]
+        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
+        self.counts = counts[order]
+        self.itemsets = itemsets[order].astype(np.int32)
+        self.threshold = s
+
+    def _ahead(self, s: int) -> int:
+        """The threshold a job at s counts at: s // 2, and up to two halvings deeper (s // 8)
+        while the items above it stay few enough for dense counting (known from the largest
+        item supports): the mechanism usually asks for a few more ranks, each halving a job."""
+        if self.size == 1:
+            return s
+        ahead = max(1, s // 2)
+        descending = -np.asarray(self._top, dtype=np.int64)
+        for _ in range(2):
+            deeper = max(1, ahead // 2)
+            width = int(np.searchsorted(descending, -deeper, side="right"))  # supports >= deeper
+            if deeper == ahead or width >= _TOP_KNOWN or width**self.size > _DENSE_KEYS:
+                break
+            ahead = deeper
+        return ahead
+
+    def _fetch(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """(supports, item ids) of every r-itemset with support >= s, counted on the cluster
+        (the items with support >= s are named in self.items, open universe)."""
+        frequent: list[tuple[str, tuple[int, Any]]] = self._guard(
             lambda: self._supports.filter(functools.partial(_support_at_least, s)).collect()
         )
         if self._declared is not None:
@@ -703,10 +954,7 @@ class SparkCounts:
         else:
             counts, rows = np.zeros(0, np.int64), np.zeros((0, self.size), np.int64)
         itemsets = ids[rows] if len(rows) else np.zeros((0, self.size), dtype=np.int64)
-        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
-        self.counts = counts[order]
-        self.itemsets = itemsets[order].astype(np.int32)
-        self.threshold = s
+        return counts, itemsets
 
     def _count(self, s: int, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(supports, rows of positions in `names`) of the r-itemsets with support >= s."""
@@ -738,19 +986,26 @@ class SparkCounts:
         from pyspark import StorageLevel
 
         inp = self._inp
-        if inp.fmt == "long":
-            blobs = self._read_long()
-        else:
-            lines = self._text()
-            blobs = _quiet(
-                lambda: lines.mapInArrow(
-                    functools.partial(
-                        _text_blocks, fmt=inp.fmt, sep=inp.sep, universe=inp.universe
-                    ),
-                    "blob binary",
-                )
+        ranges = None if inp.fmt == "long" else self._plan()
+        if ranges is not None:
+            sc = self._spark.sparkContext
+            blocks = sc.parallelize(ranges, max(1, len(ranges))).mapPartitions(
+                functools.partial(_read_ranges, inp.fmt, inp.sep, inp.universe)
             )
-        blocks = blobs.rdd.map(_load)
+        else:
+            if inp.fmt == "long":
+                blobs = self._read_long()
+            else:
+                lines = self._text()
+                blobs = _quiet(
+                    lambda: lines.mapInArrow(
+                        functools.partial(
+                            _text_blocks, fmt=inp.fmt, sep=inp.sep, universe=inp.universe
+                        ),
+                        "blob binary",
+                    )
+                )
+            blocks = blobs.rdd.map(_load)
         if inp.max_record_items is not None:
             blocks = blocks.mapPartitionsWithIndex(
                 functools.partial(_truncated, inp.max_record_items, inp.seed)
@@ -758,6 +1013,37 @@ class SparkCounts:
         blocks.persist(StorageLevel.MEMORY_AND_DISK)
         blocks.localCheckpoint()  # a lost block fails the run: it is never truncated twice
         return blocks
+
+    def _plan(self) -> list[ByteRange] | None:
+        """The byte ranges the Python workers read, or None when the JVM must read the input
+        (--spark-conf spark.dpfim.reader=jvm, or a file the workers cannot open: a Hadoop-only
+        codec, a URI scheme pyarrow.fs does not know or cannot reach from here)."""
+        mode = self._spark.conf.get(_READER_CONF, "auto") or "auto"
+        if mode not in ("auto", "python", "jvm"):
+            raise ParameterError(f"{_READER_CONF} must be auto, python or jvm, got {mode!r}")
+        if mode == "jvm":
+            return None
+        source = self._inp.source
+        files = byte_ranges.local_files(source)
+        if files is None:  # a glob, a URI, nested directories: Spark's own file index lists it
+            files = sorted(self._guard(lambda: self._spark.read.text(source).inputFiles()))
+        try:
+            if not all(byte_ranges.readable_here(f) for f in files):
+                raise OSError("a file the Python workers cannot open")
+            sizes = byte_ranges.sizes(files)
+        except (OSError, ImportError, ValueError) as exc:
+            if mode == "python":
+                raise InputError(f"{source}: the Python workers cannot read it ({exc})") from None
+            return None
+        sc = self._spark.sparkContext
+        jvm: Any = sc._jvm
+        as_bytes = jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes
+        conf = self._spark.conf
+        max_split = int(as_bytes(conf.get("spark.sql.files.maxPartitionBytes", "128m")))
+        open_cost = int(as_bytes(conf.get("spark.sql.files.openCostInBytes", "4m")))
+        return byte_ranges.plan(
+            list(zip(files, sizes, strict=True)), max_split, open_cost, sc.defaultParallelism
+        )
 
     def _text(self) -> DataFrame:
         from pyspark.sql import functions as F
@@ -838,7 +1124,7 @@ class SparkCounts:
     def _shown(self, file: str) -> str:
         """How an error names a file: the input as given when it is one file."""
         src = self._inp.source
-        plain = file.removeprefix("file://")
+        plain = byte_ranges.shown(file)
         if os.path.isfile(src) and os.path.realpath(src) == os.path.realpath(plain):
             return src
         return plain

@@ -75,16 +75,23 @@ def open_input(
     """(decompressed stream, raw stream, compression used) for a path or "-"."""
     raw: BinaryIO = (stdin or sys.stdin.buffer) if src == "-" else _open_path(src)
     try:
-        opener: Callable[[BinaryIO], BinaryIO] = {
-            "none": lambda f: f,
-            "gzip": lambda f: gzip.GzipFile(fileobj=f, mode="rb"),  # raises on trailing data
-            "bz2": lambda f: _Streams(f, bz2.BZ2Decompressor),
-            "xz": lambda f: _Streams(f, lzma.LZMADecompressor),
-        }[compression]
-        yield opener(raw), raw, compression
+        yield decompressed(raw, compression), raw, compression
     finally:
         if src != "-":
             raw.close()
+
+
+def decompressed(raw: BinaryIO, compression: str) -> BinaryIO:
+    """The decompressed stream of `raw` (none/gzip/bz2/xz), with the rules of the module
+    docstring (every stream read, trailing data an error). The Spark engine's workers read
+    compressed files through this too."""
+    opener: Callable[[BinaryIO], BinaryIO] = {
+        "none": lambda f: f,
+        "gzip": lambda f: gzip.GzipFile(fileobj=f, mode="rb"),  # raises on trailing data
+        "bz2": lambda f: _Streams(f, bz2.BZ2Decompressor),
+        "xz": lambda f: _Streams(f, lzma.LZMADecompressor),
+    }[compression]
+    return opener(raw)
 
 
 def _open_path(src: str) -> BinaryIO:
