@@ -231,7 +231,10 @@ def test_data_error_in_a_later_range_through_spark(spark: Any, tmp_path: Path) -
     args = ["mine", str(path), "--eps", "1", "--delta", "1e-6"]
     conf = ["--spark-conf", "spark.sql.files.maxPartitionBytes=20000"]
     local_run = run(args)
-    remote = run([*args, "--engine", "spark", *conf])
+    try:
+        remote = run([*args, "--engine", "spark", *conf])
+    finally:  # --spark-conf is applied to the shared session: later tests must not inherit it
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
     assert local_run[0] == 3
     assert ":30001:" in local_run[2]
     assert (remote[0], remote[2]) == (local_run[0], local_run[2])
