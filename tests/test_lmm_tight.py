@@ -22,11 +22,10 @@ from typing import Any, ClassVar
 import mpmath
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_run import run as _cli
 from scipy import stats
 
 from dpfim.api import mine
-from dpfim.cli import main
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import lmm_tight as lt
 from dpfim.mechanisms.base import VectorCounts
@@ -292,17 +291,6 @@ def _basket(tmp_path: Path) -> Path:
     path = tmp_path / "b.csv"
     path.write_text("bread,milk\n" * 120 + "tea,milk\n" * 40 + "jam\n" * 5)
     return path
-
-
-def _cli(args: list[str]) -> tuple[int, str, str]:
-    runner = CliRunner()
-    with runner.isolation() as (out, err, *_):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 def test_cli_end_to_end(tmp_path: Path) -> None:

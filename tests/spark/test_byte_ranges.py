@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_spark_engine import run
 
-from dpfim.cli import main
 from dpfim.engines import byte_ranges
 from dpfim.engines import spark as engine
 from dpfim.engines.byte_ranges import ByteRange
@@ -180,17 +179,6 @@ def test_local_files_lists_as_spark_does(tmp_path: Path) -> None:
 
 
 # --- through Spark ------------------------------------------------------------------------------
-
-
-def run(args: list[str]) -> tuple[int, str, str]:
-    runner = CliRunner()
-    with runner.isolation() as (out, err, *_):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 def test_directory_of_part_files_same_records(spark: Any, tmp_path: Path) -> None:
