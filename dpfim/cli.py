@@ -28,11 +28,11 @@ from dpfim.api import (
     mine_file,
     none_hint,
 )
-from dpfim.engines.spark import parse_conf
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
 from dpfim.readers import COMPRESSIONS, FORMATS
+from dpfim.request import EngineSpec, parse_conf
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
@@ -75,6 +75,31 @@ LIBRARY_OPTIONS = (
 
 def _say(message: str) -> None:
     click.echo(f"dpfim: {message}", err=True)
+
+
+def engine_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Who reads and counts (the engine table, dpfim/engines): shared by mine and evaluate."""
+    options = [
+        click.option(
+            "--engine",
+            default="local",
+            show_default=True,
+            type=click.Choice(ENGINES),
+            help="Who reads and counts: this process, or Apache Spark (pip install "
+            "'dpfim[spark]'); the mechanism always runs here.",
+        ),
+        click.option("--spark-master", default=None, help="Spark master URL [default: local[*]]."),
+        click.option(
+            "--spark-conf",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=lambda _ctx, _param, pairs: parse_conf(pairs),
+            help="Spark configuration, repeatable (e.g. spark.driver.memory=2g).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -234,22 +259,7 @@ def cli() -> None:
 @click.option("--compact", is_flag=True, help="One-line JSON (for pipelines and log files).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
-@click.option(
-    "--engine",
-    default="local",
-    show_default=True,
-    type=click.Choice(ENGINES),
-    help="Who reads and counts: this process, or Apache Spark (pip install 'dpfim[spark]'); "
-    "the mechanism always runs here.",
-)
-@click.option("--spark-master", default=None, help="Spark master URL [default: local[*]].")
-@click.option(
-    "--spark-conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    callback=lambda _ctx, _param, pairs: parse_conf(pairs),
-    help="Spark configuration, repeatable (e.g. spark.driver.memory=2g).",
-)
+@engine_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def mine(input_path: str, **opt: Any) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
@@ -407,6 +417,7 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
     "--candidates", type=int, default=10, show_default=True, help="limited-domain's k-bar."
 )
 @input_options
+@engine_options
 @click.option("--seed", type=int, default=None, help="Reproducible evaluation.")
 @click.option("--csv", "csv_path", default=None, help="Write the table as CSV here (atomically).")
 @click.option(
@@ -428,8 +439,6 @@ def evaluate(input_path: str, **opt: Any) -> None:
       dpfim evaluate retail.dat --size 2 --eps 0.1,0.5,1,2 --trials 200 --plot retail.png
     """
     from dpfim import evaluate as ev
-    from dpfim.readers import check_source as check_src
-    from dpfim.readers import read_records, resolve_format
 
     check_output_path(opt["csv_path"], "--csv")
     check_output_path(opt["plot_path"], "--plot")
@@ -462,20 +471,19 @@ def evaluate(input_path: str, **opt: Any) -> None:
     )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
-    check_src(input_path)
-    long_cols = opt["record_col"] is not None or opt["item_col"] is not None
-    decided = resolve_format(input_path, opt["fmt"], long_columns_given=long_cols)
     progress = not opt["quiet"] and sys.stderr.isatty()
-    records = read_records(
+    opened = ev.open_for_evaluation(
         input_path,
-        fmt=decided,
+        size=opt["size"],
+        fmt=opt["fmt"],
         sep=opt["sep"],
         record_col=opt["record_col"],
         item_col=opt["item_col"],
         compression=opt["compression"],
-        progress=progress,
+        engine=EngineSpec(opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress),
     )
-    if opt["universe_size"] is not None and opt["universe_size"] < len(records.items):
+    assert opened.distinct_items is not None
+    if opt["universe_size"] is not None and opt["universe_size"] < opened.distinct_items():
         raise ParameterError("--universe-size is smaller than the number of distinct items")
     _say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
     for mech, why in chosen.skipped:
@@ -483,23 +491,26 @@ def evaluate(input_path: str, **opt: Any) -> None:
     universe = None
     if opt["universe_size"] is not None:
         universe = math.comb(opt["universe_size"], opt["size"])
-    table = ev.evaluate(
-        records,
-        size=opt["size"],
-        eps_values=eps_values,
-        delta=opt["delta"],
-        mechanisms=chosen.mechanisms,
-        trials=opt["trials"],
-        neighbours=opt["neighbours"],
-        universe_size=universe,
-        max_record_items=opt["max_record_items"],
-        candidates=opt["candidates"],
-        rng=opt["seed"],
-        progress=progress,
-        top=opt["top"],
-        supports=opt["supports"],
-        support_share=opt["support_share"],
-    )
+    try:
+        table = ev.evaluate(
+            opened,
+            size=opt["size"],
+            eps_values=eps_values,
+            delta=opt["delta"],
+            mechanisms=chosen.mechanisms,
+            trials=opt["trials"],
+            neighbours=opt["neighbours"],
+            universe_size=universe,
+            max_record_items=opt["max_record_items"],
+            candidates=opt["candidates"],
+            rng=opt["seed"],
+            progress=progress,
+            top=opt["top"],
+            supports=opt["supports"],
+            support_share=opt["support_share"],
+        )
+    finally:
+        opened.close()
     header = (
         f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
         f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"

@@ -18,12 +18,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfim import topk
+from dpfim import engines
+from dpfim import release as topk
 from dpfim.api import check_options, run_mechanism
-from dpfim.engines.local import SupportIndex
+from dpfim.counts import Counts
+from dpfim.engines import Opened
+from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.mechanisms import registry
-from dpfim.readers import Records
+from dpfim.readers import Records, resolve_format
+from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (
@@ -92,8 +96,31 @@ def plan(mechanisms: Sequence[str], neighbours: str) -> Plan:
     return Plan(tuple(run), tuple(skipped))
 
 
+def open_for_evaluation(
+    source: str,
+    *,
+    size: int,
+    fmt: str = "auto",
+    sep: str | None = None,
+    record_col: str | None = None,
+    item_col: str | None = None,
+    compression: str = "auto",
+    engine: EngineSpec | None = None,
+) -> Opened:
+    """Read and count `source` with the chosen engine, exactly as `dpfim mine` would (no
+    truncation, no vocabulary): what `dpfim evaluate` runs on. close() it when done."""
+    spec = engine or EngineSpec()
+    inp = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression)
+    engines.get(spec.name).check(inp)
+    decided = resolve_format(
+        source, fmt, long_columns_given=record_col is not None or item_col is not None
+    )
+    inp = InputSpec(source, fmt, decided, sep, record_col, item_col, compression)
+    return engines.open_engine(spec, inp, [size], resolve(None)[0])
+
+
 def evaluate(
-    records: Records,
+    data: Records | Opened,
     *,
     size: int,
     eps_values: Sequence[str],
@@ -119,18 +146,20 @@ def evaluate(
         raise ParameterError(f"--trials must be at least 1, got {trials}")
     source, _ = resolve(rng)
     chosen = plan(mechanisms, neighbours).mechanisms
+    opened = count_records(data, [size], progress=progress) if isinstance(data, Records) else data
+    assert opened.distinct_items is not None and opened.longest_record is not None
+    distinct = opened.distinct_items()
     if universe_size is None:
-        universe_size = math.comb(len(records.items), size)
+        universe_size = math.comb(distinct, size)
     finite = [m for m in chosen if registry.get(m).needs_vocabulary]
     if finite and universe_size < 1:
         raise InputError(
-            f"the data has {len(records.items)} distinct item(s), fewer than r = {size}: the "
+            f"the data has {distinct} distinct item(s), fewer than r = {size}: the "
             f"finite universe of {', '.join(finite)} would be empty; pass --universe-size N "
             "(N >= r) or leave them out of --mechanisms"
         )
-    lengths = np.diff(records.indptr)
-    growth_b = max_record_items or max(size, int(lengths.max()) if len(lengths) else size)
-    index = SupportIndex(records, size, progress=progress)
+    growth_b = max_record_items or max(size, opened.longest_record())
+    index = opened.counts
     index.ensure(max(top, 1))
     c1 = int(index.counts[0]) if len(index.counts) else 0
     jobs = [(m, e) for m in chosen for e in eps_values]
@@ -183,7 +212,7 @@ def evaluate(
 
 
 def _topk_row(
-    index: SupportIndex,
+    index: Counts,
     opts: Any,
     universe_size: int | None,
     growth_b: int,

@@ -15,9 +15,13 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpfim.errors import OutputError, ParameterError
+
+if TYPE_CHECKING:
+    from dpfim.mechanisms.base import Outcome
+    from dpfim.release import Release
 
 __all__ = [
     "SCHEMA",
@@ -51,6 +55,39 @@ RELEASABLE = frozenset(
         "created",
     }
 )
+
+
+def release_fields(rel: Release) -> dict[str, Any]:
+    """The result fields of a release: "itemset" (K = 1) or "itemsets" (K > 1), each with what
+    its mechanism releases besides the itemset (noisy max, stopping rank) and, with
+    --supports, its noisy support."""
+    if rel.top == 1:
+        first = rel.picks[0] if rel.picks else None
+        fields: dict[str, Any] = {"itemset": rel.names[0] if rel.picks else None}
+        if rel.supports:
+            fields["noisy_support"] = first.noisy_support if first else None
+        fields.update(_round_fields(rel, first.outcome if first else rel.last))
+        return fields
+    entries = []
+    for q, names in zip(rel.picks, rel.names, strict=True):
+        entry: dict[str, Any] = {"rank": q.rank, "items": names}
+        if rel.supports:
+            entry["noisy_support"] = q.noisy_support
+        entry.update(_round_fields(rel, q.outcome))
+        entries.append(entry)
+    return {"itemsets": entries}
+
+
+def _round_fields(rel: Release, out: Outcome | None) -> dict[str, Any]:
+    """What a mechanism releases besides the itemset (its noisy max, its stopping rank)."""
+    fields: dict[str, Any] = {}
+    if out is None:
+        return fields
+    if "noisy_max" in rel.spec.releases and out.noisy_max is not None:
+        fields["noisy_max"] = out.noisy_max
+    if "ell" in rel.spec.releases:
+        fields["ell"] = "inf" if out.ell is None else out.ell
+    return fields
 
 
 def build(**fields: Any) -> dict[str, Any]:

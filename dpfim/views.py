@@ -2,38 +2,20 @@
 
 No randomness and no privacy here: a view only re-presents exact counts that an engine (today
 dpfim.engines.local.SupportIndex) computed, so counting is shared by every round of a top-k run.
-Both views keep the RankedCounts contract (dpfim/mechanisms/base.py): `counts` holds every
-support >= `threshold` of the itemsets in view, in decreasing order, `itemsets` is aligned with
-it, and `complete` means every nonzero support is there.
+Both views keep the counting contract (dpfim/counts.py, `Counts`) whole: a view is itself
+`Counts`, so a mechanism, another view or the release cannot tell it from an engine.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
 
 import numpy as np
 
-Key = tuple[int, ...]
-
-
-class Identified(Protocol):
-    """RankedCounts whose rows carry an identity (`itemsets`, one row of ids per count)."""
-
-    @property
-    def counts(self) -> np.ndarray: ...
-
-    @property
-    def itemsets(self) -> np.ndarray: ...
-
-    @property
-    def complete(self) -> bool: ...
-
-    def ensure(self, depth: int) -> None: ...
-
-
-def _threshold(counts: object) -> int:
-    return int(getattr(counts, "threshold", 1))
+from dpfim.counts import Counts, Key, Unlisted
+from dpfim.samplers.rng import RandomSource
 
 
 class Without:
@@ -45,7 +27,7 @@ class Without:
     caller can shrink the universe.
     """
 
-    def __init__(self, base: Identified) -> None:
+    def __init__(self, base: Counts, declared: DeclaredUniverse | None = None) -> None:
         self._base = base
         self._removed: dict[Key, int] = {}  # key -> its count (0: a zero-count itemset)
         self._src: np.ndarray | None = None
@@ -53,9 +35,9 @@ class Without:
         self._counts = np.zeros(0, dtype=np.int64)
         self._itemsets: np.ndarray | None = None
         self._drop: list[int] = []
-        # A declared universe's itemsets by identity (topk.Unlisted), for report-noisy-max
-        # below its floor; None: the mechanisms see the counts only.
-        self.unlisted: object | None = None
+        # A declared universe's itemsets by identity, for report-noisy-max below its floor;
+        # None: the mechanisms see the counts only.
+        self._unlisted = None if declared is None else DeclaredUnlisted(declared, self)
 
     # --- the RankedCounts interface ---------------------------------------------------------
 
@@ -73,11 +55,23 @@ class Without:
 
     @property
     def threshold(self) -> int:
-        return _threshold(self._base)
+        return self._base.threshold
 
     @property
     def complete(self) -> bool:
         return self._base.complete
+
+    @property
+    def unlisted(self) -> Unlisted | None:
+        return self._unlisted
+
+    @property
+    def items(self) -> Sequence[str]:
+        return self._base.items
+
+    @property
+    def n(self) -> int:
+        return self._base.n
 
     def ensure(self, depth: int) -> None:
         """At most len(removed) rows are hidden, so asking the base for that many more suffices."""
@@ -85,10 +79,13 @@ class Without:
 
     def lower_to(self, s: int) -> None:
         """Every count >= s in view (the base jumps there in one pass if it can)."""
-        lower_to(self._base, s)
+        self._base.lower_to(s)
 
     def support(self, ids: Sequence[int]) -> int:
-        return int(self._base.support(ids))  # type: ignore[attr-defined]
+        return self._base.support(ids)
+
+    def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
+        return self._base.supports(batch)
 
     # --- removal ----------------------------------------------------------------------------
 
@@ -122,7 +119,7 @@ class Without:
             return
         rows = self._base.itemsets
         drop = []
-        threshold = _threshold(self._base) if not self._base.complete else 1
+        threshold = self._base.threshold if not self._base.complete else 1
         for key, c in self._removed.items():
             if c <= 0 or c < threshold:  # not among the rows (a pick drawn from below them)
                 continue
@@ -162,7 +159,7 @@ class Merged:
     each count is still a count of records, moved by at most 1 by one record.
     """
 
-    def __init__(self, engines: Sequence[Identified]) -> None:
+    def __init__(self, engines: Sequence[Counts]) -> None:
         if not engines:
             raise ValueError("no engines to merge")
         self._engines = list(engines)
@@ -173,7 +170,19 @@ class Merged:
 
     @property
     def threshold(self) -> int:
-        return max(_threshold(e) for e in self._engines)
+        return max(e.threshold for e in self._engines)
+
+    @property
+    def unlisted(self) -> Unlisted | None:
+        return None
+
+    @property
+    def items(self) -> Sequence[str]:
+        return self._engines[0].items  # one item table, shared by the sizes
+
+    @property
+    def n(self) -> int:
+        return self._engines[0].n
 
     @property
     def complete(self) -> bool:
@@ -193,16 +202,19 @@ class Merged:
         while len(self.counts) < depth and not self.complete:
             t = self.threshold
             for e in self._engines:
-                if _threshold(e) == t and not e.complete:
+                if e.threshold == t and not e.complete:
                     e.ensure(len(e.counts) + 1)
 
     def lower_to(self, s: int) -> None:
         """Every count >= s of every size in view."""
         for e in self._engines:
-            lower_to(e, s)
+            e.lower_to(s)
 
     def support(self, ids: Sequence[int]) -> int:
-        return int(self._engines[0].support(ids))  # type: ignore[attr-defined]
+        return self._engines[0].support(ids)
+
+    def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
+        return self._engines[0].supports(batch)
 
     def _refresh(self) -> None:
         srcs = [e.counts for e in self._engines]
@@ -224,17 +236,51 @@ class Merged:
         self._srcs = srcs
 
 
-def lower_to(counts: Any, s: int) -> None:
-    """Lower `counts` until it holds every count >= s: in one pass if it has `lower_to`, else
-    by asking for one more itemset at a time (each ask lowers the threshold at least once)."""
-    lower = getattr(counts, "lower_to", None)
-    if lower is not None:
-        lower(s)
-        return
-    while _threshold(counts) > s and not counts.complete:
-        counts.ensure(len(counts.counts) + 1)
-
-
 def ids_of(row: Sequence[int] | np.ndarray) -> list[int]:
     """The item ids of a (possibly padded) row."""
     return [int(x) for x in row if int(x) >= 0]
+
+
+@dataclass(frozen=True)
+class DeclaredUniverse:
+    """Every r-subset (r in sizes) of a declared vocabulary of item ids 0..vocab-1, with the
+    engine's exact supports: the release hands it to a peeling view when the engine answers
+    single supports quickly (report-noisy-max then draws below its floor by identity)."""
+
+    vocab: int
+    sizes: tuple[int, ...]
+    counts: Counts
+
+
+class DeclaredUnlisted:
+    """counts.Unlisted for one peeling run: draws over the universe minus the itemsets the
+    view has removed (the round's universe), keys padded with -1 to the largest size."""
+
+    def __init__(self, universe: DeclaredUniverse, view: Without) -> None:
+        self._u = universe
+        self._view = view
+        self._width = max(universe.sizes)
+        self._weights = [math.comb(universe.vocab, r) for r in universe.sizes]
+
+    def draw(self, rng: RandomSource) -> Key:
+        """A uniformly random itemset of the universe not yet released (by rejection: an
+        r-size by its share of the universe, then r independent uniform ids until distinct)."""
+        while True:
+            r = self._size(rng.randbelow(sum(self._weights)))
+            ids = {rng.randbelow(self._u.vocab) for _ in range(r)}
+            if len(ids) < r:
+                continue
+            key = tuple(sorted(ids)) + (-1,) * (self._width - r)
+            if not self._view.is_removed(key):
+                return key
+
+    def count(self, key: Key) -> int:
+        return self._u.counts.support(ids_of(key))
+
+    def _size(self, pick: int) -> int:
+        """The size whose share of the universe holds position `pick`."""
+        for r, w in zip(self._u.sizes, self._weights, strict=True):
+            if pick < w:
+                return r
+            pick -= w
+        raise AssertionError("pick beyond the universe")

@@ -455,9 +455,13 @@ def test_out_of_memory_names_the_phase_and_the_fix(
     def exhausted(*args: Any, **kwargs: Any) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(
-        dpfim.api, "read_records" if phase == "reading" else "SupportIndex", exhausted
-    )
+    import dpfim.engines.local
+    import dpfim.readers
+
+    if phase == "reading":
+        monkeypatch.setattr(dpfim.readers, "read_records", exhausted)
+    else:
+        monkeypatch.setattr(dpfim.engines.local, "SupportIndex", exhausted)
     code, out, err = run(["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6"])
     assert code == 6 and out == "" and err.count("\n") == 1
     assert "internal" not in err and "out of memory" in err

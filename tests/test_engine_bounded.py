@@ -256,7 +256,9 @@ def test_several_sizes_share_one_memory_budget(sizes: str, monkeypatch: pytest.M
             budgets.append(self.max_memory)
             data_bytes.append(records.indptr.nbytes + records.indices.nbytes)
 
-    monkeypatch.setattr(dpfim.api, "SupportIndex", Recording)
+    import dpfim.engines.local
+
+    monkeypatch.setattr(dpfim.engines.local, "SupportIndex", Recording)
     data = [["a", "b", "c"]] * 900 + [["a", "c"]] * 100
     mine(data, sizes=sizes, top=2, eps="1", delta="1e-6", rng=3, max_memory="64M")
     assert len(budgets) == len(dpfim.api.parse_sizes(sizes))

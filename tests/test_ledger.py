@@ -18,6 +18,7 @@ import pytest
 from cli_run import run
 
 import dpfim.api
+import dpfim.readers
 from dpfim import ledger
 from dpfim.errors import BudgetError, LedgerError, ParameterError
 
@@ -385,7 +386,7 @@ def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     def must_not_read(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the data was read")
 
-    monkeypatch.setattr(dpfim.api, "read_records", must_not_read)
+    monkeypatch.setattr(dpfim.readers, "read_records", must_not_read)
 
 
 def test_an_exhausted_budget_stops_the_run_before_the_data_is_read(

@@ -24,6 +24,7 @@ import pytest
 from cli_run import run
 
 import dpfim.api
+import dpfim.readers
 
 ARGS = ["--eps", "1", "--delta", "1e-6"]
 
@@ -200,7 +201,7 @@ def test_output_naming_another_file_of_the_run_is_a_usage_error(
     def must_not_read(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the data was read before the usage error")
 
-    monkeypatch.setattr(dpfim.api, "read_records", must_not_read)
+    monkeypatch.setattr(dpfim.readers, "read_records", must_not_read)
     ledger = tmp_path / "l.jsonl"
     ledger.write_text("")
     (tmp_path / "l.jsonl.head").write_text("")

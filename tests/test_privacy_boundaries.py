@@ -48,9 +48,10 @@ def test_created_is_the_start_of_the_run(tmp_path: Path, monkeypatch: pytest.Mon
     """The timestamp must not carry the run time: it is taken before any data is read."""
     path = tmp_path / "b.csv"
     path.write_text("milk,bread\n" * 10)
-    import dpfim.api as api
 
-    real_read = api.read_records
+    import dpfim.readers as readers
+
+    real_read = readers.read_records
     stamps: list[str] = []
 
     def slow_read(*args: object, **kw: object) -> object:
@@ -60,7 +61,7 @@ def test_created_is_the_start_of_the_run(tmp_path: Path, monkeypatch: pytest.Mon
         time.sleep(1.1)  # the read ends in a later second than the run started
         return real_read(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(api, "read_records", slow_read)
+    monkeypatch.setattr(readers, "read_records", slow_read)
     result = mine_file(str(path), eps="1", delta="1e-6", seed=1)
     assert result["created"] <= stamps[0]
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from cli_run import run
 
-from dpfim import api, topk
+from dpfim import api
+from dpfim import release as topk
 from dpfim.engines.local import SupportIndex
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, VectorCounts

@@ -22,7 +22,7 @@ import pytest
 from cli_run import run as run_cli
 from scipy import stats
 
-from dpfim import topk
+from dpfim import release as topk
 from dpfim.engines.local import SupportIndex
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.noisy_max import Noise, reveal_floor
@@ -81,7 +81,7 @@ def _one_round(
     got: Counter[tuple[int, ...]] = Counter()
     for _ in range(n):
         index = SupportIndex(data, 2)
-        declared = topk.DeclaredUniverse(len(VOCAB), (2,), index.support)
+        declared = topk.DeclaredUniverse(len(VOCAB), (2,), index)
         picks, _ = topk.peel(index, spec, p, 1, rng, None, declared)
         got[picks[0].ids] += 1
     return got
@@ -190,7 +190,7 @@ def test_peeling_below_the_floor_removes_drawn_itemsets() -> None:
     got: Counter[tuple[int, ...]] = Counter()
     for _ in range(n):
         index = SupportIndex(data, 2)
-        declared = topk.DeclaredUniverse(len(VOCAB), (2,), index.support)
+        declared = topk.DeclaredUniverse(len(VOCAB), (2,), index)
         picks, _ = topk.peel(index, spec, p, 2, rng, None, declared)
         assert len(picks) == 2 and picks[0].ids != picks[1].ids
         for q in picks:

@@ -30,14 +30,21 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dpfim.counts import Counts
+from dpfim.engines import Opened
+from dpfim.engines.topdown import TopDown, next_threshold
 from dpfim.errors import ResourceError
 from dpfim.readers import Records
+from dpfim.request import EngineSpec, InputSpec
+from dpfim.samplers.rng import RandomSource
+
+__all__ = ["ENGINE", "SupportIndex", "default_max_memory", "next_threshold"]
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -83,7 +90,7 @@ class _Source:
     s: int
 
 
-class SupportIndex:
+class SupportIndex(TopDown):
     """Exact supports of the r-itemsets with support >= threshold, in decreasing order.
 
     Invariant: `counts` holds the support of EVERY r-itemset with support >= `threshold` and
@@ -106,10 +113,8 @@ class SupportIndex:
         scratch_bytes: int | None = None,
         compiled: bool | None = None,
     ) -> None:
-        if not 1 <= size <= 5:
-            raise ValueError(f"itemset size must be 1..5, got {size}")
         self.n = records.n
-        self.size = size
+        self.items = records.items  # ids are the records' ids: fixed (contract invariant 3)
         self._progress = progress
         self._n_items = len(records.items)
         self._indptr = records.indptr
@@ -131,40 +136,14 @@ class SupportIndex:
         self._postings_cache: tuple[np.ndarray, np.ndarray] | None = None
         self.seconds = 0.0  # time spent counting, for --verbose
         self.passes = 0
+        self.size = size
         self.item_support = self._item_supports()
-        self.counts = np.zeros(0, dtype=np.int64)
-        self.itemsets = np.zeros((0, size), dtype=np.int32)
-        top = np.sort(self.item_support)[::-1]
-        # The r-th largest item support bounds every r-itemset's support from above.
-        bound = int(top[size - 1]) if len(top) >= size else 0
-        self.threshold = bound + 1 if bound > 0 else 1
-        self._next = bound if bound > 0 else 1
+        self._begin(size, np.sort(self.item_support)[::-1])
         self.seconds += time.perf_counter() - t0
 
-    @property
-    def complete(self) -> bool:
-        return self.threshold <= 1
-
-    def ensure(self, depth: int) -> None:
-        """Lower the threshold until at least `depth` itemsets are known, or all are."""
-        while len(self.counts) < depth and not self.complete:
-            t0 = time.perf_counter()
-            self._lower_to(self._jump(depth))
-            self._next = max(1, self.threshold // 2)
-            self.seconds += time.perf_counter() - t0
-
-    def _jump(self, depth: int) -> int:
-        return next_threshold(self.threshold, self.counts, self._next, depth)
-
-    def lower_to(self, s: int) -> None:
-        """Lower the threshold to s (at least 1) in one pass, unless it is there already."""
-        s = max(1, int(s))
-        if self.threshold <= s:
-            return
-        t0 = time.perf_counter()
-        self._lower_to(s)
-        self._next = max(1, self.threshold // 2)
-        self.seconds += time.perf_counter() - t0
+    def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
+        """Exact supports of a batch of itemsets (item ids)."""
+        return [self.support(ids) for ids in batch]
 
     def support(self, itemset: Sequence[int]) -> int:
         """The exact support of one itemset (item ids): intersecting the items' record lists
@@ -224,12 +203,9 @@ class SupportIndex:
             yield r0, r1
             r0 = r1
 
-    def _lower_to(self, s: int) -> None:
+    def _count_at(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         counts, itemsets = self._enumerate(s)
-        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
-        self.counts = counts[order]
-        self.itemsets = itemsets[order]
-        self.threshold = s
+        return counts, itemsets, itemsets  # ids are first-appearance positions: ties by them
 
     def _enumerate(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """All r-itemsets with support >= s: (supports, item ids)."""
@@ -455,27 +431,6 @@ class SupportIndex:
         return tqdm(total=self.n, desc=desc, unit="rec", file=sys.stderr, leave=False, delay=1.0)
 
 
-def next_threshold(threshold: int, counts: np.ndarray, planned: int, depth: int) -> int:
-    """The next threshold: half the current one, or a quarter or an eighth of it when the
-    growth seen so far (itemsets at s against at 2s) predicts that one halving gives fewer
-    than max(depth, 4 x known) itemsets. Each pass then at least about quadruples the known
-    itemsets, so a search that keeps asking for twice as many pays few passes. counts: the
-    known counts (decreasing); planned: the halving the engine would take. Shared with the
-    Spark engine, so that both lower through the same thresholds."""
-    t, known = threshold, len(counts)
-    if known == 0 or t <= 2 or planned != max(1, t // 2):
-        return planned
-    at_double = int(np.searchsorted(-counts, -2 * t, side="right"))  # counts >= 2t
-    if at_double == 0:
-        return planned
-    growth = known / at_double
-    target = max(depth, 4 * known)
-    k = 1
-    while k < 3 and known * growth**k < target:
-        k += 1
-    return max(1, t >> k)
-
-
 class _Lookup:
     """The frequent keys of one level (ascending): key -> its rank, or -1. A dense table when
     the key space is small, else binary search."""
@@ -608,3 +563,95 @@ class _Accumulator:
         self._merge()
         hit = self._counts >= self._s
         return self._keys[hit], self._counts[hit]
+
+
+# --- the engine table's entry ---------------------------------------------------------------
+
+
+def count_records(
+    records: Records,
+    sizes: Sequence[int],
+    *,
+    max_memory: int | None = None,
+    progress: bool = False,
+) -> Opened:
+    """Counts of records in memory, for every size in `sizes` (several: merged, one budget)."""
+    from dpfim.views import Merged
+
+    total = default_max_memory() if max_memory is None else max_memory
+    share = _memory_share(records, total, len(sizes))
+    engines = [SupportIndex(records, r, progress=progress, max_memory=share) for r in sizes]
+    counts: Counts = engines[0] if len(engines) == 1 else Merged(engines)
+
+    def facts() -> dict[str, Any]:
+        return {
+            "count": sum(e.seconds for e in engines),
+            "memory budget (MiB)": total >> 20,
+            "counting passes over the records": sum(e.passes for e in engines),
+        }
+
+    lengths = np.diff(records.indptr)
+    return Opened(
+        counts,
+        usable=int((lengths >= min(sizes)).sum()),
+        facts=facts,
+        distinct_items=lambda: len(records.items),
+        longest_record=lambda: int(lengths.max()) if len(lengths) else 0,
+    )
+
+
+def _memory_share(records: Records, total: int, engines: int) -> int:
+    """Each size's counting engine's part of the one --max-memory budget: the records are held
+    once and shared, the rest is split evenly (with --sizes 1-3 three engines count at once)."""
+    if engines == 1:
+        return total
+    data_bytes = records.indptr.nbytes + records.indices.nbytes
+    return data_bytes + max(0, total - data_bytes) // engines
+
+
+class _LocalEngine:
+    """Reads with dpfim.readers on this machine, counts with SupportIndex."""
+
+    name = "local"
+
+    def check(self, inp: InputSpec) -> None:
+        from dpfim.readers import check_source
+
+        check_source(inp.source)
+
+    def open(
+        self,
+        inp: InputSpec,
+        sizes: Sequence[int],
+        spec: EngineSpec,
+        warn: Callable[[str], None],
+        rng: RandomSource,
+    ) -> Opened:
+        from dpfim.errors import memory_phase
+        from dpfim.readers import read_records
+
+        t0 = time.perf_counter()
+        with memory_phase("reading"):
+            records = read_records(
+                inp.source,
+                fmt=inp.fmt,  # as given: an explicit --format basket silences the long warning
+                sep=inp.sep,
+                record_col=inp.record_col,
+                item_col=inp.item_col,
+                compression=inp.compression,
+                max_record_items=inp.max_record_items,
+                universe=inp.universe,
+                rng=rng,
+                progress=spec.progress,
+                warn=warn,
+            )
+        read = time.perf_counter() - t0
+        with memory_phase("counting"):
+            opened = count_records(
+                records, sizes, max_memory=spec.max_memory, progress=spec.progress
+            )
+        opened.timings["read"] = read
+        return opened
+
+
+ENGINE = _LocalEngine()

@@ -46,13 +46,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from dpfim.engines import byte_ranges
+from dpfim.counts import Counts, ItemIds
+from dpfim.engines import Opened, byte_ranges
 from dpfim.engines.byte_ranges import ByteRange
-from dpfim.engines.local import next_threshold
+from dpfim.engines.topdown import TopDown
 from dpfim.errors import InputError, ParameterError
 from dpfim.readers import basket, fimi, jsonl, long
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
 from dpfim.readers.source import CHUNK_BYTES, chunks, decode, decompressed, split_lines
+from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource, seeded_source, system_source
 
 if TYPE_CHECKING:
@@ -136,17 +138,6 @@ def _quiet_log4j() -> str:
         tmp.write_text(_LOG4J)
         tmp.replace(path)
     return f"-Dlog4j2.configurationFile={path.as_uri()}"
-
-
-def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
-    """--spark-conf KEY=VALUE options as a dict (a usage error on anything else)."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key.strip():
-            raise ParameterError(f"--spark-conf takes KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
 
 
 @dataclass(frozen=True)
@@ -791,16 +782,25 @@ def _at_least(s: int, kc: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np
     return kc[0][keep], kc[1][keep]
 
 
-def _block_support(names: Sequence[str], block: _Block) -> int:
+def _block_supports(batch: Sequence[Sequence[str]], block: _Block) -> list[int]:
+    """For each itemset of `batch` (item names), the records of `block` that hold it all."""
     recs = block.records
     where = {s: i for i, s in enumerate(recs.items)}
-    if any(s not in where for s in names):
-        return 0
     rows = np.repeat(np.arange(recs.n), np.diff(recs.indptr))
-    hit = np.zeros(recs.n, dtype=np.int64)
-    for s in names:
-        hit[rows[recs.indices == where[s]]] += 1
-    return int((hit == len(names)).sum())
+    out = []
+    for names in batch:
+        if any(s not in where for s in names):
+            out.append(0)
+            continue
+        hit = np.zeros(recs.n, dtype=np.int64)
+        for s in names:
+            hit[rows[recs.indices == where[s]]] += 1
+        out.append(int((hit == len(names)).sum()))
+    return out
+
+
+def _add_lists(a: list[int], b: list[int]) -> list[int]:
+    return [x + y for x, y in zip(a, b, strict=True)]
 
 
 # --- the driver --------------------------------------------------------------------------------
@@ -814,15 +814,16 @@ def _quiet(call: Callable[[], _T]) -> _T:
         return call()
 
 
-class SparkCounts:
+class SparkCounts(TopDown):
     """Exact supports of the r-itemsets with support >= threshold, counted by Spark.
 
-    The RankedCounts of engines/local.py, with the same invariant: `counts` holds the support
-    of EVERY r-itemset with support >= `threshold` and of no other, decreasing, ties in the
-    order of item ids; `itemsets` (ids, each row ascending) is aligned with it; `complete` once
-    the threshold is 1. Item ids: positions in the declared vocabulary, or (open universe) the
-    order of first appearance in the input among the items known so far; `items` names them.
-    `n` and `usable` (records with at least r items) are curator facts for api.py.
+    The `Counts` contract of dpfim/counts.py, as the local engine keeps it: `counts` holds the
+    support of EVERY r-itemset with support >= `threshold` and of no other, decreasing, ties
+    by the first appearance of their items in the input. Item ids: positions in the declared
+    vocabulary, or (open universe) append-only in the order the items become frequent enough
+    to be counted (one ItemIds table, shared by every size of one input), so an id never
+    changes when the threshold falls; a row lists its items in first-appearance order.
+    `usable` (records with at least r items) is a curator fact.
     """
 
     def __init__(self, spark: SparkSession, inp: SparkInput, size: int) -> None:
@@ -831,6 +832,7 @@ class SparkCounts:
         self._lines: DataFrame | None = None  # the text input, to number a bad line
         self._persisted: list[DataFrame] = []
         self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
+        self._ids = ItemIds(self._declared or ())  # shared by with_size() copies
         self._blocks = self._guard(lambda: self._read())
         # one pass over the records: item supports and record counts, merged on the cluster
         parts = max(2, spark.sparkContext.defaultParallelism)
@@ -853,44 +855,25 @@ class SparkCounts:
         return other
 
     def _start(self, size: int) -> None:
-        if not 1 <= size <= 5:
-            raise ValueError(f"itemset size must be 1..5, got {size}")
-        self.size = size
+        self._begin(size, self._top)
         self.n, self.usable = int(self._n), int(self._usable[size - 1])
-        self.items: list[str] = list(self._declared) if self._declared is not None else []
-        self.counts = np.zeros(0, dtype=np.int64)
-        self.itemsets = np.zeros((0, size), dtype=np.int32)
-        top = self._top
-        bound = int(top[size - 1]) if len(top) >= size else 0
-        self.threshold = bound + 1 if bound > 0 else 1
-        self._next = bound if bound > 0 else 1
-        self._fetched: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._fetched: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
-    def complete(self) -> bool:
-        return self.threshold <= 1
+    def items(self) -> list[str]:
+        """Names by id: only grows (the open universe learns items as the threshold falls)."""
+        return self._ids.names
 
-    def ensure(self, depth: int) -> None:
-        """Lower the threshold until at least `depth` itemsets are known, or all are."""
-        while len(self.counts) < depth and not self.complete:
-            self._lower_to(next_threshold(self.threshold, self.counts, self._next, depth))
-            self._next = max(1, self.threshold // 2)
-
-    def lower_to(self, s: int) -> None:
-        """Lower the threshold to s (at least 1), unless it is there already."""
-        s = max(1, int(s))
-        if self.threshold <= s:
-            return
-        self._lower_to(s)
-        self._next = max(1, self.threshold // 2)
-
-    def support(self, itemset: Sequence[int]) -> int:
-        """The exact support of one itemset (item ids), by a Spark job."""
-        names = [self.items[int(i)] for i in itemset]
-        if not names:
-            return self.n
-        job = self._blocks.map(functools.partial(_block_support, names))
-        return int(self._guard(lambda: job.sum()))
+    def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
+        """Exact supports of a batch of itemsets (item ids), in one Spark job."""
+        wanted = [tuple(self.items[int(i)] for i in ids) for ids in batch]
+        asked = [names for names in wanted if names]
+        found: list[int] = [0] * len(asked)
+        if asked:
+            job = self._blocks.map(functools.partial(_block_supports, asked))
+            found = self._guard(lambda: job.fold([0] * len(asked), _add_lists))
+        it = iter(found)
+        return [int(next(it)) if names else self.n for names in wanted]
 
     def close(self) -> None:
         """Release the cached blocks and supports."""
@@ -901,20 +884,17 @@ class SparkCounts:
 
     # --- one threshold -------------------------------------------------------------------------
 
-    def _lower_to(self, s: int) -> None:
+    def _count_at(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every r-itemset with support >= s. Each counting job looks ahead (_ahead: s // 2 to
         s // 8): it collects the itemsets with support >= that; those at or above s are exposed
         now, the rest wait for the next lowerings, which then need no job."""
         ahead = self._ahead(s)
         if self._fetched is None or s < self._fetched[0]:
             self._fetched = (ahead, *self._fetch(ahead))
-        _, counts, itemsets = self._fetched
+            self.passes += 1
+        _, counts, itemsets, ties = self._fetched
         keep = counts >= s
-        counts, itemsets = counts[keep], itemsets[keep]
-        order = np.lexsort((*itemsets.T[::-1], -counts)) if len(counts) else np.zeros(0, int)
-        self.counts = counts[order]
-        self.itemsets = itemsets[order].astype(np.int32)
-        self.threshold = s
+        return counts[keep], itemsets[keep], ties[keep]
 
     def _ahead(self, s: int) -> int:
         """The threshold a job at s counts at: s // 2, and up to two halvings deeper (s // 8)
@@ -932,9 +912,11 @@ class SparkCounts:
             ahead = deeper
         return ahead
 
-    def _fetch(self, s: int) -> tuple[np.ndarray, np.ndarray]:
-        """(supports, item ids) of every r-itemset with support >= s, counted on the cluster
-        (the items with support >= s are named in self.items, open universe)."""
+    def _fetch(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(supports, item ids, tie keys) of every r-itemset with support >= s, counted on the
+        cluster; the tie keys are the items' positions in first-appearance (or declared) order
+        among the frequent items, so ties fall as on the local engine (contract invariant 4).
+        New frequent items get the next ids (open universe); known ids never change."""
         frequent: list[tuple[str, tuple[int, Any]]] = self._guard(
             lambda: self._supports.filter(functools.partial(_support_at_least, s)).collect()
         )
@@ -944,8 +926,7 @@ class SparkCounts:
             ids = np.array([position[kv[0]] for kv in frequent], dtype=np.int64)
         else:
             frequent.sort(key=lambda kv: kv[1][1])
-            self.items = [kv[0] for kv in frequent]
-            ids = np.arange(len(frequent), dtype=np.int64)
+            ids = np.array([self._ids.id_of(kv[0]) for kv in frequent], dtype=np.int64)
         support = np.array([kv[1][0] for kv in frequent], dtype=np.int64)
         if self.size == 1:
             counts, rows = support, np.arange(len(frequent), dtype=np.int64).reshape(-1, 1)
@@ -953,8 +934,9 @@ class SparkCounts:
             counts, rows = self._count(s, [kv[0] for kv in frequent])
         else:
             counts, rows = np.zeros(0, np.int64), np.zeros((0, self.size), np.int64)
-        itemsets = ids[rows] if len(rows) else np.zeros((0, self.size), dtype=np.int64)
-        return counts, itemsets
+        if not len(rows):
+            rows = np.zeros((0, self.size), dtype=np.int64)
+        return counts, ids[rows], rows
 
     def _count(self, s: int, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(supports, rows of positions in `names`) of the r-itemsets with support >= s."""
@@ -1219,3 +1201,74 @@ def check_source(source: str, compression: str = "auto") -> None:
         )
     if "://" not in source and not os.path.exists(source) and not any(c in source for c in "*?["):
         raise ParameterError(f"{source}: no such file")
+
+
+# --- the engine table's entry ---------------------------------------------------------------
+
+
+def _longest(block: _Block) -> int:
+    lengths = np.diff(block.records.indptr)
+    return int(lengths.max()) if len(lengths) else 0
+
+
+class _SparkEngine:
+    """Reads and counts on Spark; the records stay on the executors."""
+
+    name = "spark"
+
+    def check(self, inp: InputSpec) -> None:
+        check_source(inp.source, inp.compression)
+
+    def open(
+        self,
+        inp: InputSpec,
+        sizes: Sequence[int],
+        spec: EngineSpec,
+        warn: Callable[[str], None],
+        rng: RandomSource,
+    ) -> Opened:
+        """rng is not used: truncation draws on the executors, per block, from the OS CSPRNG
+        (or, under --seed, from a source derived from the seed and the block)."""
+        from dpfim.readers import default_sep
+        from dpfim.views import Merged
+
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        first = count_file(
+            SparkInput(
+                inp.source,
+                inp.decided,
+                default_sep(inp.source, inp.sep),
+                inp.record_col,
+                inp.item_col,
+                inp.universe,
+                inp.max_record_items,
+                inp.seed,
+            ),
+            min(sizes),
+            master=spec.master,
+            conf=spec.conf,
+            timings=timings,
+        )
+        engines = [first] + [first.with_size(r) for r in sizes if r != min(sizes)]
+        engines.sort(key=lambda e: e.size)
+        timings["read"] = time.perf_counter() - t0
+        counts: Counts = engines[0] if len(engines) == 1 else Merged(engines)
+
+        def facts() -> dict[str, Any]:
+            return {"counting jobs": sum(e.passes for e in engines)}
+
+        return Opened(
+            counts,
+            usable=first.usable,
+            close=first.close,
+            facts=facts,
+            timings=timings,
+            distinct_items=lambda: int(first._guard(lambda: first._supports.count())),
+            longest_record=lambda: (
+                int(first._guard(lambda: first._blocks.map(_longest).max())) if first.n else 0
+            ),
+        )
+
+
+ENGINE = _SparkEngine()

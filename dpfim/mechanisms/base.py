@@ -4,25 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
+from dpfim.counts import RankedCounts, Unlisted
 
-class RankedCounts(Protocol):
-    """Supports in decreasing order, known from the top down (dpfim.engines.local.SupportIndex).
-
-    Invariant: `counts` holds every support >= `threshold` (and nothing smaller); once
-    `complete`, every nonzero support is there and all further ranks have support 0.
-    """
-
-    @property
-    def counts(self) -> np.ndarray: ...
-
-    @property
-    def complete(self) -> bool: ...
-
-    def ensure(self, depth: int) -> None: ...
+__all__ = ["Outcome", "RankedCounts", "VectorCounts"]
 
 
 class VectorCounts:
@@ -55,7 +42,18 @@ class VectorCounts:
     def complete(self) -> bool:
         return True
 
+    @property
+    def threshold(self) -> int:
+        return 1
+
+    @property
+    def unlisted(self) -> Unlisted | None:
+        return None
+
     def ensure(self, depth: int) -> None:
+        """Everything is known already."""
+
+    def lower_to(self, s: int) -> None:
         """Everything is known already."""
 
     def position(self, index: int) -> int:

@@ -27,7 +27,6 @@ from dpfim.samplers import interval as iv
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
-from dpfim.views import lower_to
 
 _UP = 1 + 2.0**-40
 
@@ -73,8 +72,7 @@ def noisy_max_scale(eps: Fraction, neighbours: str) -> Fraction:
 def _noisy_argmax(
     counts: RankedCounts, universe_size: int, noise: Noise, rng: RandomSource
 ) -> Outcome:
-    unlisted = getattr(counts, "unlisted", None)  # a declared universe's identities (topk)
-    groups = Groups(counts, universe_size, unlisted, reveal_floor(noise))
+    groups = Groups(counts, universe_size, counts.unlisted, reveal_floor(noise))
     g = argmax_group(groups, noise, rng)
     if g is None:
         return Outcome(None, None, None, zero_pick=True)
@@ -233,7 +231,7 @@ def run_choosing(
         return Outcome(None, None, None)
     if c1 == 0:  # cannot pass by more than the threshold allows; no itemset occurs
         return Outcome(None, None, None)
-    lower_to(counts, 1)  # every nonzero count, in one pass where the engine can
+    counts.lower_to(1)  # every nonzero count, in one pass where the engine can
     groups = Groups(counts, len(counts.counts))
     g = argmax_group(groups, Noise("gumbel", 4 / eps), rng)
     assert isinstance(g, int)

@@ -35,16 +35,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol
 
 import numpy as np
 from mpmath.libmp import finf, fninf, fzero, libmpi, mpf_cmp, to_float
 
-from dpfim.mechanisms.base import RankedCounts
+from dpfim.counts import RankedCounts, Unlisted
 from dpfim.samplers import interval as iv
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
-from dpfim.views import lower_to
 
 NOISES = ("gumbel", "exponential", "laplace")
 _START_PREC = 128
@@ -179,15 +177,6 @@ class _Uniforms:
         return max([_START_PREC, *(u.precision() for u in self._all)])
 
 
-class Unlisted(Protocol):
-    """The itemsets of a declared universe by identity, for the counts below `floor`: a uniform
-    draw over the round's universe (itemsets already released excluded) and an exact count."""
-
-    def draw(self, rng: RandomSource) -> tuple[int, ...]: ...
-
-    def count(self, key: tuple[int, ...]) -> int: ...
-
-
 @dataclass(frozen=True)
 class Named:
     """The argmax is `key`, an itemset the walk drew from below the floor, of count `count`."""
@@ -260,10 +249,7 @@ class Groups:
         return self.counts.complete or self._threshold() <= self.floor
 
     def _threshold(self) -> int:
-        t = getattr(self.counts, "threshold", None)
-        if t is None:
-            raise TypeError("incomplete counts must expose their support threshold")
-        return int(t)
+        return int(self.counts.threshold)
 
     def deepen(self, target: int | None = None) -> bool:
         """Lower the counting threshold (more known groups); False once complete (with a
@@ -279,7 +265,7 @@ class Groups:
             s = self._threshold() // 2 if target is None else min(self._threshold() // 2, target)
             if s < 2 * self.floor:  # one more halving would not save a pass
                 s = self.floor
-            lower_to(self.counts, s)
+            self.counts.lower_to(s)
         self._refresh()
         return True
 

@@ -27,7 +27,7 @@ from unittest import mock
 import dpaudit as A
 import pytest
 
-from dpfim import topk
+from dpfim import release as topk
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import VectorCounts
 from dpfim.samplers.rng import seeded_source

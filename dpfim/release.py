@@ -1,4 +1,9 @@
-"""Top-k on top of any registered mechanism: peeling, and noisy supports (docs/privacy.md, top-k).
+"""The one release path, for K >= 1: peeling, naming, the zero-itemset sampler, noisy supports.
+
+`release(counts, opts, rng, ...)` runs the chosen mechanism through `peel` (K = 1 is one
+round), names the picks AFTER counting (ids are stable, names are read at the end), and
+returns a typed `Release` that result.py turns into JSON (and that later consumers read).
+Top-k on top of any registered mechanism (docs/privacy.md, top-k):
 
 Peeling: K rounds of the chosen mechanism, round j on the counts with the itemsets released in
 rounds 1..j-1 removed (a `views.Without` over the shared engine: counting is done once), each at
@@ -16,19 +21,24 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpfim.counts import Counts, Key
 from dpfim.ledger import amount
+from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
 from dpfim.mechanisms.registry import Public, Spec
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
-from dpfim.views import Identified, Key, Without, ids_of
+from dpfim.views import DeclaredUniverse, Without, ids_of
+
+if TYPE_CHECKING:
+    from dpfim.request import Options
 
 MAX_TOP = 1000
 DEFAULT_SUPPORT_SHARE = Fraction(1, 4)
@@ -49,6 +59,9 @@ class Pick:
 # name_zero(view, rng) -> the ids of a uniformly random zero-count itemset not yet released
 ZeroNamer = Callable[[Without, RandomSource], tuple[int, ...]]
 
+# (the DeclaredUniverse of views.py is re-exported here for the release's callers)
+__all__ = ["DeclaredUniverse", "Pick", "Release", "peel", "release"]
+
 
 def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fraction]:
     """(eps for the selection, eps for the supports): exact; they sum to eps."""
@@ -57,55 +70,8 @@ def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fr
     return eps * (1 - share), eps * share
 
 
-@dataclass(frozen=True)
-class DeclaredUniverse:
-    """Every r-subset (r in sizes) of a declared vocabulary of item ids 0..vocab-1, with an
-    exact support oracle (fast: the local engine's record lists)."""
-
-    vocab: int
-    sizes: tuple[int, ...]
-    support: Callable[[list[int]], int]
-
-    def unlisted(self, view: Without) -> Unlisted:
-        return Unlisted(self, view)
-
-
-class Unlisted:
-    """noisy_max.Unlisted for one peeling run: draws over the universe minus the itemsets the
-    view has removed (the round's universe), keys padded with -1 to the largest size."""
-
-    def __init__(self, universe: DeclaredUniverse, view: Without) -> None:
-        self._u = universe
-        self._view = view
-        self._width = max(universe.sizes)
-        self._weights = [math.comb(universe.vocab, r) for r in universe.sizes]
-
-    def draw(self, rng: RandomSource) -> Key:
-        """A uniformly random itemset of the universe not yet released (by rejection: an
-        r-size by its share of the universe, then r independent uniform ids until distinct)."""
-        while True:
-            r = self._size(rng.randbelow(sum(self._weights)))
-            ids = {rng.randbelow(self._u.vocab) for _ in range(r)}
-            if len(ids) < r:
-                continue
-            key = tuple(sorted(ids)) + (-1,) * (self._width - r)
-            if not self._view.is_removed(key):
-                return key
-
-    def count(self, key: Key) -> int:
-        return self._u.support(ids_of(key))
-
-    def _size(self, pick: int) -> int:
-        """The size whose share of the universe holds position `pick`."""
-        for r, w in zip(self._u.sizes, self._weights, strict=True):
-            if pick < w:
-                return r
-            pick -= w
-        raise AssertionError("pick beyond the universe")
-
-
 def peel(
-    counts: Identified,
+    counts: Counts,
     spec: Spec,
     p: Public,
     k: int,
@@ -121,9 +87,7 @@ def peel(
     identity, so that report-noisy-max can draw the itemsets below its floor instead of
     having every nonzero count listed (noisy_max.Groups; the law is the same).
     """
-    view = Without(counts)
-    if declared is not None:
-        view.unlisted = declared.unlisted(view)
+    view = Without(counts, declared)
     round_p = p.scaled(p.eps / k, p.delta / k)
     picks: list[Pick] = []
     for rank in range(1, k + 1):
@@ -207,7 +171,6 @@ def random_zero_itemset(
     vocab: int,
     sizes: Sequence[int],
     rng: RandomSource,
-    support: Callable[[list[int]], int],
 ) -> tuple[int, ...]:
     """A uniformly random itemset of support 0 over the r-subsets (r in sizes) of a declared
     vocabulary, among those not yet released. Only reached once the counts are complete (the
@@ -252,7 +215,7 @@ def random_zero_itemset(
             pool[j], pool[m] = pool[m], pool[j]
             chosen.append(pool[j])
         key = pad(chosen)
-        if key not in released and support(sorted(chosen)) == 0:
+        if key not in released and view.support(sorted(chosen)) == 0:
             return key
 
 
@@ -260,3 +223,74 @@ def true_ranks(counts: np.ndarray, picked: Sequence[int]) -> list[int]:
     """Competition ranks 1 + #{count > c} of the picked counts (evaluate only: NOT private)."""
     neg = -counts
     return [1 + int(np.searchsorted(neg, -c, side="left")) for c in picked]
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one run releases, before it is JSON: the picks in rank order with their released
+    names (sorted canonical strings), the outcome of the round that answered none (None if
+    none did), the extra public parameters and the ledger. `single`: the classic top-1 result
+    (one size, K = 1, no supports), whose schema and ledger stay as they were."""
+
+    spec: Spec
+    picks: list[Pick]
+    names: list[list[str]]
+    last: Outcome | None
+    params: dict[str, Any]
+    ledger: dict[str, Any]
+    top: int
+    supports: bool
+    single: bool
+
+
+def release(
+    counts: Counts,
+    opts: Options,
+    rng: RandomSource,
+    *,
+    universe_size: int | None,
+    max_record_items: int | None,
+) -> Release:
+    """Run opts.mechanism (K rounds), name the picks, add noisy supports: the whole release.
+
+    universe_size: K of a declared universe (None: open; a zero-count pick is then none).
+    In a declared universe report-noisy-max draws the itemsets of low count by identity
+    (through the engine's exact supports) instead of having them all counted: the same law,
+    and the same draws on every engine, so that seeded runs agree across engines."""
+    spec = registry.get(opts.mechanism)
+    p = opts.public(universe_size, max_record_items)
+    sizes = tuple(opts.all_sizes)
+    name_zero: ZeroNamer | None = None
+    declared: DeclaredUniverse | None = None
+    if universe_size is not None:
+        vocab = len(counts.items)
+
+        def name_zero(view: Without, source: RandomSource) -> tuple[int, ...]:
+            return random_zero_itemset(view, vocab, sizes, source)
+
+        declared = DeclaredUniverse(vocab, sizes, counts)
+    picks, last = peel(counts, spec, p, opts.top, rng, name_zero, declared)
+    _, eps_sup = shares(opts.eps, opts.supports, opts.support_share)
+    if opts.supports:
+        picks = add_supports(picks, eps_sup, rng)
+    items = counts.items  # read now: the open universe's names grow while counting
+    names = [sort_items(items[i] for i in ids_of(q.ids)) for q in picks]
+    single = opts.top == 1 and not opts.supports and len(sizes) == 1
+    if single:
+        params, book = spec.extra(p), spec.ledger_of(p)
+    else:
+        round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
+        params = {"top": opts.top, **spec.extra(round_p)}
+        if opts.supports:
+            params["support_share"] = str(opts.support_share)
+        book = ledger(spec, p, opts.top, eps_sup)
+    return Release(spec, picks, names, last, params, book, opts.top, opts.supports, single)
+
+
+def sort_items(items: Iterable[str]) -> list[str]:
+    """The released order: numerically when every item is a decimal integer (FIMI ids), else
+    by string. Depends on the released items only (post-processing)."""
+    names = list(items)
+    if all(s.isascii() and s.isdigit() for s in names):
+        return sorted(names, key=lambda s: (int(s), s))
+    return sorted(names)

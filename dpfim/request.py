@@ -1,0 +1,230 @@
+"""One validated request: every public parameter of a run, checked once, before any data is read.
+
+`check_options` turns what a user gave (CLI flags or keyword arguments) into `Options`, the
+one typed object the engines, the mechanisms and the release read; `InputSpec` says what to
+read and how. Usage errors (exit 2) come from here, never from deeper down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from dpfim import release
+from dpfim.errors import ParameterError
+from dpfim.mechanisms import registry
+from dpfim.params import (
+    DEFAULT_ELL_MAX,
+    check_delta,
+    check_ell_max,
+    check_eps,
+    check_fraction,
+    check_size,
+)
+
+# Read from the registry (dpfim/mechanisms/registry.py); kept as names for the Python API.
+MECHANISMS = registry.NAMES
+FINITE_UNIVERSE = tuple(n for n, s in registry.REGISTRY.items() if s.needs_vocabulary)
+ADD_REMOVE_ONLY = tuple(n for n, s in registry.REGISTRY.items() if "replace" not in s.neighbours)
+PURE = tuple(n for n, s in registry.REGISTRY.items() if s.pure)
+
+DEFAULT_CANDIDATES = 10
+NEIGHBOURS = ("replace", "add-remove")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Validated public parameters of one run."""
+
+    size: int
+    eps: Fraction
+    delta: Fraction
+    mechanism: str
+    neighbours: str
+    ell_max: int
+    candidates: int = DEFAULT_CANDIDATES
+    top: int = 1
+    sizes: tuple[int, ...] = ()  # several sizes ranked together (--sizes); () means (size,)
+    supports: bool = False
+    support_share: Fraction = release.DEFAULT_SUPPORT_SHARE
+
+    @property
+    def spent_delta(self) -> Fraction:
+        """The delta a run actually spends: 0 for the pure-DP baselines."""
+        return Fraction(0) if registry.get(self.mechanism).pure else self.delta
+
+    @property
+    def all_sizes(self) -> tuple[int, ...]:
+        return self.sizes or (self.size,)
+
+    def public(self, universe_size: int | None, max_record_items: int | None) -> registry.Public:
+        """The mechanism's public parameters for the selection (its share of eps)."""
+        eps_sel, _ = release.shares(self.eps, self.supports, self.support_share)
+        return registry.Public(
+            eps_sel,
+            self.delta,
+            self.all_sizes,
+            self.neighbours,
+            self.ell_max,
+            self.candidates,
+            max_record_items,
+            universe_size,
+        )
+
+
+def check_options(
+    *,
+    size: int | None,
+    eps: str | int | Fraction,
+    delta: str | int | Fraction,
+    mechanism: str = "lmm",
+    neighbours: str = "replace",
+    ell_max: int = DEFAULT_ELL_MAX,
+    candidates: int = DEFAULT_CANDIDATES,
+    universe_given: bool = False,
+    max_record_items: int | None = None,
+    top: int = 1,
+    sizes: str | Sequence[int] | None = None,
+    supports: bool = False,
+    support_share: str | Fraction | None = None,
+) -> Options:
+    """Validate every public parameter before any data is read (usage errors come first)."""
+    if mechanism not in registry.REGISTRY:
+        raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
+    if neighbours not in NEIGHBOURS:
+        raise ParameterError(f"--neighbours must be one of {', '.join(NEIGHBOURS)}: {neighbours!r}")
+    spec = registry.get(mechanism)
+    if neighbours not in spec.neighbours:
+        raise ParameterError(
+            f"--mechanism {mechanism} is valid only under add/remove neighbours: "
+            "pass --neighbours add-remove (it then does not release n)"
+        )
+    if spec.needs_vocabulary and not universe_given:
+        raise ParameterError(
+            f"--mechanism {mechanism} needs a finite universe: declare the public vocabulary "
+            "with --universe-items FILE"
+        )
+    if spec.needs_record_bound and max_record_items is None:
+        raise ParameterError(
+            f"--mechanism {mechanism} needs --max-record-items B (its growth bound is C(B, r))"
+        )
+    if candidates < 1:
+        raise ParameterError(f"--candidates must be at least 1, got {candidates}")
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= release.MAX_TOP:
+        raise ParameterError(f"--top must be an integer from 1 to {release.MAX_TOP}, got {top!r}")
+    if sizes is not None and size is not None:
+        raise ParameterError("give --size or --sizes, not both")
+    parsed = () if sizes is None else parse_sizes(sizes)
+    if support_share is not None and not supports:
+        raise ParameterError("--support-share needs --supports")
+    share = release.DEFAULT_SUPPORT_SHARE
+    if support_share is not None:
+        share = check_fraction(support_share, "--support-share")
+        if not 0 < share < 1:
+            raise ParameterError(f"--support-share must be in (0, 1), got {support_share}")
+    opts = Options(
+        check_size(parsed[0] if parsed else 2 if size is None else size),
+        check_eps(eps),
+        check_delta(delta),
+        mechanism,
+        neighbours,
+        check_ell_max(ell_max),
+        candidates,
+        top,
+        parsed if len(parsed) > 1 else (),
+        supports,
+        share,
+    )
+    if max_record_items is not None and max_record_items < max(opts.all_sizes):
+        raise ParameterError(
+            f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
+            f"got {max_record_items}"
+        )
+    if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
+        # its proof's preconditions, at the (eps, delta) each selection round really gets
+        p = opts.public(None, max_record_items)
+        spec.check(p.scaled(p.eps / opts.top, p.delta / opts.top))
+    return opts
+
+
+def none_hint(opts: Options, max_record_items: int | None = None) -> str:
+    """The curator's hint after a "none" answer: the chosen mechanism's own margin, at the
+    (eps, delta) one selection round gets. Public parameters only."""
+    p = opts.public(None, max_record_items)
+    round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
+    sizes = "/".join(map(str, opts.all_sizes))
+    hint = registry.none_hint(opts.mechanism, round_p, f"{sizes}-itemset")
+    if opts.top > 1:
+        hint += f" (with --top {opts.top} each round gets eps/{opts.top}, delta/{opts.top})"
+    return hint
+
+
+def parse_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
+    """--sizes "2,3" or "1-3" (or a sequence of ints): distinct sizes, ascending."""
+    if not isinstance(text, str):
+        values = [check_size(int(v)) for v in text]
+    else:
+        values = []
+        for part in (t.strip() for t in text.split(",")):
+            lo, dash, hi = part.partition("-")
+            try:
+                bounds = (int(lo), int(hi)) if dash else (int(part), int(part))
+            except ValueError:
+                raise ParameterError(f"--sizes must be like 2,3 or 1-3, got {text!r}") from None
+            if bounds[0] > bounds[1]:
+                raise ParameterError(f"--sizes: empty range {part!r}")
+            values.extend(check_size(v) for v in range(bounds[0], bounds[1] + 1))
+    if not values:
+        raise ParameterError("--sizes: give at least one size")
+    return tuple(sorted(set(values)))
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What to read, and how: the input half of a request (an engine reads it)."""
+
+    source: str  # a path, a URI (Spark) or "-"
+    fmt: str  # as given: auto, basket, fimi, long or jsonl
+    decided: str  # the format auto resolved to (from the name only)
+    sep: str | None = None
+    record_col: str | None = None
+    item_col: str | None = None
+    compression: str = "auto"
+    max_record_items: int | None = None
+    universe: tuple[str, ...] | None = None  # the declared vocabulary, read
+    seed: int | None = None  # None: truncation draws from the OS CSPRNG
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """Which engine counts, and its public settings (the engine table: dpfim/engines)."""
+
+    name: str = "local"
+    master: str | None = None  # spark
+    conf: Mapping[str, str] = field(default_factory=dict)  # spark
+    max_memory: int | None = None  # local: bytes
+    progress: bool = False
+
+
+def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
+    """--spark-conf KEY=VALUE options as a dict (a usage error on anything else)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise ParameterError(f"--spark-conf takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+# The release modes, as CLI flags (K = 5 where a mode takes K): every one works with every
+# engine, mechanism, universe and input format, or is refused with a usage error before any
+# data is read (tests/test_contract.py runs the matrix generated from this table, the engine
+# table and the mechanism registry).
+RELEASE_MODES: dict[str, tuple[str, ...]] = {
+    "top 1": (),
+    "top K": ("--top", "5"),
+    "top K with supports": ("--top", "5", "--supports"),
+    "several sizes, top K": ("--sizes", "1-3", "--top", "5"),
+}
