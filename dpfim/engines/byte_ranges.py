@@ -16,13 +16,14 @@ are only needed for a data error: the lines before a range are counted then.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
-from urllib.parse import unquote, urlparse
+from typing import Any, BinaryIO
+from urllib.parse import quote, unquote, urlparse
 
 from dpfim.readers.source import BOM, CHUNK_BYTES
 
@@ -32,6 +33,10 @@ COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 # URI schemes pyarrow.fs opens (HDFS needs libhdfs where it runs; S3 the AWS credential chain)
 _PYARROW_SCHEMES = {"hdfs", "viewfs", "s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss"}
 _TO_PYARROW = {"s3a": "s3", "s3n": "s3"}
+# an S3-compatible store (MinIO, Ceph, a test server): the AWS SDKs' variables, most specific
+# first; read here because not every pyarrow version reads them itself
+_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+_GLOB = "*?["
 _SKIP = 1 << 16
 
 
@@ -68,19 +73,83 @@ def _local_path(uri: str) -> str | None:
     return None
 
 
-def _pyarrow(uri: str) -> tuple[object, str]:
-    """(pyarrow FileSystem, path in it) for a non-local URI."""
+def _filesystem(scheme: str, netloc: str) -> object:
+    """The pyarrow FileSystem of a (pyarrow) scheme and authority; S3 at the endpoint that
+    AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL names, when one is set."""
     from pyarrow import fs
 
+    if scheme == "s3":
+        endpoint = next((os.environ[v] for v in _ENDPOINT_VARIABLES if os.environ.get(v)), None)
+        if endpoint:
+            return fs.S3FileSystem(endpoint_override=endpoint)
+    root = f"{scheme}://{netloc}/" if netloc else f"{scheme}:///"
+    filesystem, _ = fs.FileSystem.from_uri(root)
+    return filesystem
+
+
+def _inner(scheme: str, netloc: str, path: str) -> str:
+    """A path as pyarrow names it: bucket/key in object stores, the path elsewhere."""
+    return netloc + path if scheme in ("s3", "gs", "gcs") else path
+
+
+def _pyarrow(uri: str) -> tuple[object, str]:
+    """(pyarrow FileSystem, path in it) for a non-local URI."""
     parsed = urlparse(uri)
     scheme = parsed.scheme.lower()
     scheme = _TO_PYARROW.get(scheme, scheme)
-    root = f"{scheme}://{parsed.netloc}/" if parsed.netloc else f"{scheme}:///"
-    filesystem, _ = fs.FileSystem.from_uri(root)
-    path = unquote(parsed.path)
-    if scheme in ("s3", "gs", "gcs"):
-        path = parsed.netloc + path  # bucket/key
-    return filesystem, path
+    return _filesystem(scheme, parsed.netloc), _inner(scheme, parsed.netloc, unquote(parsed.path))
+
+
+def remote_files(source: str) -> list[str] | None:
+    """The files of a URI that pyarrow.fs opens (a file, a directory of files, a glob in the last
+    path component), listed here as URIs in name order with local_files' rules; None for
+    anything else (another scheme, a glob higher up or with `{}`, a directory with
+    subdirectories): then Spark's file index lists it. FileNotFoundError when nothing is there.
+    Spark cannot list s3:// itself without Hadoop's S3 connector, which pyspark lacks."""
+    from pyarrow import fs
+
+    parsed = urlparse(source)
+    given = parsed.scheme.lower()
+    if given not in _PYARROW_SCHEMES or any(c in source for c in "{}"):
+        return None
+    scheme = _TO_PYARROW.get(given, given)
+    folder, _, name = parsed.path.rstrip("/").rpartition("/")
+    if any(c in folder for c in _GLOB):
+        return None
+    pattern = name if any(c in name for c in _GLOB) else None
+    filesystem: Any = _filesystem(scheme, parsed.netloc)
+    inner = _inner(scheme, parsed.netloc, folder if pattern else parsed.path.rstrip("/"))
+
+    def uri(path: str) -> str:
+        tail = path.removeprefix(parsed.netloc) if scheme in ("s3", "gs", "gcs") else path
+        return f"{given}://{parsed.netloc}{quote(tail)}"
+
+    if pattern is None:
+        info = filesystem.get_file_info(inner)
+        if info.type == fs.FileType.File:
+            return [uri(info.path)]
+        if info.type != fs.FileType.Directory:
+            raise FileNotFoundError(source)
+    out = []
+    for entry in filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=True)):
+        name = entry.base_name
+        if pattern is not None and not fnmatch.fnmatchcase(name, pattern):
+            continue
+        if _hidden(name):
+            continue
+        if entry.type != fs.FileType.File:
+            return None
+        out.append(uri(entry.path))
+    if pattern is not None and not out:
+        raise FileNotFoundError(source)
+    return sorted(out)
+
+
+def _hidden(name: str) -> bool:
+    """Names Spark's file index skips in a directory: `_` (not a partition `k=v`), `.`, and
+    files still being copied."""
+    underscore = name.startswith("_") and "=" not in name
+    return underscore or name.startswith(".") or name.endswith("._COPYING_")
 
 
 def local_files(source: str) -> list[str] | None:
@@ -97,10 +166,7 @@ def local_files(source: str) -> list[str] | None:
         return None
     out = []
     for entry in sorted(path.iterdir()):
-        name = entry.name
-        if (name.startswith("_") and "=" not in name) or name.startswith("."):
-            continue
-        if name.endswith("._COPYING_"):
+        if _hidden(entry.name):
             continue
         if not entry.is_file():
             return None

@@ -1007,6 +1007,8 @@ class SparkCounts(TopDown):
             return None
         source = self._inp.source
         files = byte_ranges.local_files(source)
+        if files is None:
+            files = self._remote_files(mode)
         if files is None:  # a glob, a URI, nested directories: Spark's own file index lists it
             files = sorted(self._guard(lambda: self._spark.read.text(source).inputFiles()))
         try:
@@ -1026,6 +1028,19 @@ class SparkCounts(TopDown):
         return byte_ranges.plan(
             list(zip(files, sizes, strict=True)), max_split, open_cost, sc.defaultParallelism
         )
+
+    def _remote_files(self, mode: str) -> list[str] | None:
+        """The input's files listed through pyarrow.fs (S3, GCS, HDFS), or None for Spark's file
+        index to list them (it has the cluster's Hadoop connectors, where pyarrow cannot reach)."""
+        source = self._inp.source
+        try:
+            return byte_ranges.remote_files(source)
+        except FileNotFoundError:
+            raise ParameterError(f"{source}: no such file") from None
+        except (OSError, ImportError, ValueError) as exc:
+            if mode == "python":
+                raise InputError(f"{source}: the Python workers cannot read it ({exc})") from None
+            return None
 
     def _text(self) -> DataFrame:
         from pyspark.sql import functions as F
