@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -11,7 +12,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -32,7 +33,7 @@ from dpfim.engines.spark import parse_conf
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
-from dpfim.readers import COMPRESSIONS, FORMATS
+from dpfim.readers import COMPRESSIONS, FORMATS, basket_note
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
@@ -232,7 +233,12 @@ def cli() -> None:
     "(mode kept, or 0666 minus umask); a device, FIFO or /dev/fd/N is written in place.",
 )
 @click.option("--compact", is_flag=True, help="One-line JSON (for pipelines and log files).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Nothing on stderr but errors and the --seed warning (no progress, notes or hints).",
+)
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
 @click.option(
     "--engine",
@@ -272,6 +278,8 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     check_output_path(opt["output"])
+    if opt["quiet"] and opt["verbose"]:
+        raise ParameterError("--quiet and --verbose contradict each other: give one")
     ledger_hooks = _ledger_hooks(input_path, opt)
     check_not_overwriting(
         opt["output"],
@@ -287,25 +295,34 @@ def mine(input_path: str, **opt: Any) -> None:
         _say(SEED_WARNING)
     diag = Diagnostics()
     try:
-        result = mine_file(
-            input_path,
-            **{k: opt[k] for k in LIBRARY_OPTIONS},
-            progress=not opt["quiet"] and sys.stderr.isatty(),
-            diagnostics=diag,
-            precheck=_precheck(ledger_hooks) if ledger_hooks else None,
-            reserve=_reserve(ledger_hooks) if ledger_hooks else None,
-        )
-        for warning in diag.warnings:
-            _say(f"warning ({CURATOR}): {warning}")
-        if opt["verbose"]:
+        # -q: Spark's JVM writes its start-up lines straight to fd 2; dpfim's own errors are
+        # printed after this block, on the real stderr
+        with _fd2_silenced(opt["quiet"] and opt["engine"] == "spark"):
+            result = mine_file(
+                input_path,
+                **{k: opt[k] for k in LIBRARY_OPTIONS},
+                progress=not opt["quiet"] and sys.stderr.isatty(),
+                diagnostics=diag,
+                precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+                reserve=_reserve(ledger_hooks) if ledger_hooks else None,
+            )
+        if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
+            for warning in diag.warnings:
+                _say(f"warning ({CURATOR}): {warning}")
             _report(diag)
         write(result, opt["output"], compact=opt["compact"])
     except DpfimError as exc:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
+    if opt["quiet"]:
+        return
+    long_cols = opt["record_col"] is not None or opt["item_col"] is not None
+    note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
+    if note is not None:
+        _say(note)
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
-    if not opt["quiet"] and (not released or released[0] is None):
+    if not released or released[0] is None:
         _say(_none_hint(opt))
-    elif not opt["quiet"] and len(released) < opt["top"]:
+    elif len(released) < opt["top"]:
         _say(
             f"released {len(released)} of --top {opt['top']}: round {len(released) + 1} answered "
             "none; the full (eps, delta) is charged (docs/privacy.md §19)"
@@ -412,7 +429,9 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option(
     "--plot", "plot_path", default=None, help="Write a PNG plot here (needs dpfim[plot])."
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Nothing on stderr but errors and the NOT PRIVATE line."
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def evaluate(input_path: str, **opt: Any) -> None:
     """Compare mechanisms on DATA by rerunning each many times. NOT PRIVATE.
@@ -478,8 +497,12 @@ def evaluate(input_path: str, **opt: Any) -> None:
     if opt["universe_size"] is not None and opt["universe_size"] < len(records.items):
         raise ParameterError("--universe-size is smaller than the number of distinct items")
     _say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
-    for mech, why in chosen.skipped:
-        _say(f"skipping {mech}: {why}")
+    if not opt["quiet"]:
+        note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
+        if note is not None:
+            _say(note)
+        for mech, why in chosen.skipped:
+            _say(f"skipping {mech}: {why}")
     universe = None
     if opt["universe_size"] is not None:
         universe = math.comb(opt["universe_size"], opt["size"])
@@ -747,6 +770,26 @@ def _catch_sigint() -> Any:
         raise Interrupted("interrupted")
 
     return signal.signal(signal.SIGINT, handler)
+
+
+@contextlib.contextmanager
+def _fd2_silenced(on: bool) -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null inside the block (child processes such as Spark's
+    JVM keep it); Python's own sys.stderr is restored with it at the end."""
+    if not on:
+        yield
+        return
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def _discard_stdout() -> None:
