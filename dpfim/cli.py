@@ -278,6 +278,7 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     check_output_path(opt["output"])
+    ledger_mod.refuse_ledger(opt["output"], "-o")
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
     ledger_hooks = _ledger_hooks(input_path, opt)
@@ -456,6 +457,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         raise ParameterError(f"--plot {opt['plot_path']}: dpfim writes PNG; name it *.png")
     for flag in ("csv_path", "plot_path"):
         check_not_overwriting(opt[flag], f"--{flag[:-5]}", {"DATA": input_path})
+        ledger_mod.refuse_ledger(opt[flag], f"--{flag[:-5]}")
     if opt["plot_path"] is not None:
         try:
             import matplotlib  # noqa: F401
@@ -690,7 +692,7 @@ def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     _reserve_standard_fds()
-    previous = _catch_sigint()
+    previous = _catch_signals()
     try:
         code = cli.main(args=args, prog_name="dpfim", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -739,8 +741,8 @@ def main(argv: list[str] | None = None) -> Any:
         _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
         sys.exit(1)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -758,18 +760,33 @@ def _reserve_standard_fds() -> None:
                 os.close(null)
 
 
-def _catch_sigint() -> Any:
-    """Ctrl-C raises Interrupted (not KeyboardInterrupt, which click turns into a blank line
-    and "Aborted!"). Returns the previous handler, or None when it was left alone."""
+# What a signal says and the exit code (128 + its number, as a shell reports a killed process)
+_SIGNALS = {
+    signal.SIGINT: ("interrupted", 130),
+    signal.SIGTERM: ("terminated (SIGTERM)", 143),
+    signal.SIGHUP: ("hung up (SIGHUP)", 129),
+}
+
+
+def _catch_signals() -> dict[int, Any]:
+    """Ctrl-C, SIGTERM (cron, systemd, timeout) and SIGHUP raise Interrupted: one line naming
+    what was charged, no partial output (the writers remove their temporary files), and exit
+    130/143/129. (KeyboardInterrupt would make click print a blank line and "Aborted!"; the
+    default SIGTERM would end the process silently.) Returns the handlers it replaced; a signal
+    that is ignored (nohup, a background job) or handled by an embedding program is left alone."""
     if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return None  # ignored (a background job) or handled by an embedding program
+        return {}
+    defaults = {signal.SIGINT: signal.default_int_handler}
+    previous: dict[int, Any] = {}
+    for signum, (message, code) in _SIGNALS.items():
+        if signal.getsignal(signum) is not defaults.get(signum, signal.SIG_DFL):
+            continue
 
-    def handler(signum: int, frame: Any) -> None:
-        raise Interrupted("interrupted")
+        def handler(_signum: int, _frame: Any, message: str = message, code: int = code) -> None:
+            raise Interrupted(message, exit_code=code)
 
-    return signal.signal(signal.SIGINT, handler)
+        previous[signum] = signal.signal(signum, handler)
+    return previous
 
 
 @contextlib.contextmanager

@@ -138,3 +138,129 @@ def test_a_vocabulary_disjoint_from_the_data_says_what_the_run_does(tmp_path: Pa
     assert json.loads(out)["itemset"] is not None  # a zero-count pick is named
     assert "almost surely none" not in err
     assert "uniformly random itemset of the declared vocabulary" in err
+
+
+# --- point 4: no lost files ------------------------------------------------------------------
+
+
+def _ledger(tmp_path: Path, data: Path) -> Path:
+    path = tmp_path / "spent.jsonl"
+    args = ["mine", str(data), *EPS, "--ledger", str(path), "--dataset", "d"]
+    code, _, err = run([*args, "--budget-eps", "5", "--budget-delta", "1e-5", "-q"])
+    assert code == 0, err
+    return path
+
+
+def _pairs(tmp_path: Path) -> Path:
+    return _write(tmp_path / "p.dat", ["1 2"] * 900 + ["3"] * 20)
+
+
+@pytest.mark.parametrize("which", ["ledger", "head", "ledger-without-head"])
+def test_output_onto_a_ledger_is_a_usage_error(tmp_path: Path, which: str) -> None:
+    """-o L.jsonl without --ledger replaced the ledger (exit 0; ledger verify then failed)."""
+    data = _pairs(tmp_path)
+    ledger = _ledger(tmp_path, data)
+    target = Path(f"{ledger}.head") if which == "head" else ledger
+    if which == "ledger-without-head":  # recognised by its first line alone
+        other = tmp_path / "copy.jsonl"
+        other.write_bytes(ledger.read_bytes())
+        target = other
+    before = target.read_bytes()
+    code, out, err = run(["mine", str(data), *EPS, "-o", str(target)])
+    assert code == 2 and out == ""
+    assert err.startswith(f"dpfim: error: -o {target} is a dpfim ledger") and err.count("\n") == 1
+    assert target.read_bytes() == before
+    assert run(["ledger", "verify", str(ledger)])[0] == 0
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--plot"])
+def test_evaluate_outputs_onto_a_ledger_are_usage_errors(tmp_path: Path, flag: str) -> None:
+    data = _pairs(tmp_path)
+    ledger = _ledger(tmp_path, data)
+    target = ledger
+    if flag == "--plot":  # --plot must end in .png: a ledger named so is still refused
+        target = tmp_path / "l.png"
+        target.write_bytes(ledger.read_bytes().split(b"\n")[0] + b"\n")
+    before = target.read_bytes()
+    args = ["evaluate", str(data), "--mechanisms", "lmm", "--trials", "1", flag, str(target)]
+    code, out, err = run(args)
+    assert code == 2 and out == ""
+    assert err.startswith(f"dpfim: error: {flag} {target} is a dpfim ledger")
+    assert target.read_bytes() == before
+
+
+def test_an_ordinary_json_file_is_still_replaced(tmp_path: Path) -> None:
+    data = _pairs(tmp_path)
+    out_file = _write(tmp_path / "top.json", ['{"v": 1, "note": "an old result"}'])
+    code, out, err = run(["mine", str(data), *EPS, "-o", str(out_file), "-q"])
+    assert code == 0 and out == "" and err == ""
+    assert json.loads(out_file.read_text())["itemset"] == ["1", "2"]
+
+
+def test_a_full_disk_while_writing_the_ledger_head_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+    from typing import Any
+
+    from dpfim import ledger
+
+    class FullDisk:  # the ledger module's `os`, with a disk that is full
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        def write(self, fd: int, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ledger, "os", FullDisk())
+    data = _pairs(tmp_path)
+    path = tmp_path / "new.jsonl"
+    args = ["mine", str(data), *EPS, "--ledger", str(path), "--dataset", "d"]
+    code, out, err = run([*args, "--budget-eps", "5", "--budget-delta", "1e-5"])
+    assert code == 5 and out == ""
+    assert "No space left on device" in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "p.dat"]
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(15, 143, "terminated (SIGTERM)"), (1, 129, "hung up (SIGHUP)")],
+    ids=["SIGTERM", "SIGHUP"],
+)
+def test_sigterm_and_sighup_say_what_was_charged(
+    tmp_path: Path, signum: int, code: int, said: str
+) -> None:
+    """What cron, systemd and timeout send: one line, the spend named, no output file."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    data = _pairs(tmp_path)
+    ledger = tmp_path / "l.jsonl"
+    result = tmp_path / "top.json"
+    args = ["mine", str(data), "--eps", "0.5", "--delta", "1e-7", "-q", "-o", str(result)]
+    args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
+    args += ["1e-6"]
+    env = {**os.environ, "DPFIM_TEST_PAUSE_AFTER_RESERVE": "30"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpfim", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 60
+    while not (ledger.exists() and b"spend" in ledger.read_bytes()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.2)  # let it reach the pause after the fsync
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code
+    assert out == ""
+    assert err == f"dpfim: {said}; the spend of eps=0.5, delta=1e-7 stays counted in {ledger}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.jsonl", "l.jsonl.head", "p.dat"]
