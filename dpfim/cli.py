@@ -529,6 +529,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
         f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
         f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
     )
+    # the table is always printed, also when --csv or --plot write it elsewhere
+    click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if opt["csv_path"] is not None:
         # No comment line (CSV readers reject it): the label is a column, and stderr says it.
         labelled = table.copy()
@@ -537,10 +539,10 @@ def evaluate(input_path: str, **opt: Any) -> None:
             labelled[col] = value
         labelled["neighbours"] = opt["neighbours"]
         write_text(labelled.to_csv(index=False), opt["csv_path"], flag="--csv")
-    else:
-        click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if opt["plot_path"] is not None:
-        _save_plot(table, opt["plot_path"], f"{os.path.basename(input_path)}, r = {opt['size']}")
+        name = "stdin" if input_path == "-" else os.path.basename(input_path)
+        title = ev.plot_title(name, opt["size"], opt["delta"], opt["neighbours"], opt["trials"])
+        _save_plot(table, opt["plot_path"], title)
 
 
 def _save_plot(table: Any, path: str, title: str) -> None:
