@@ -265,7 +265,8 @@ def mine(input_path: str, **opt: Any) -> None:
     With --top K: "itemsets", up to K distinct itemsets in rank order.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
     4 budget exhausted, 5 ledger not writable, 6 out of memory (exact counting does not fit
-    --max-memory), 7 result not writable, 130 interrupted.
+    --max-memory), 7 result not writable, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM),
+    129 hung up (SIGHUP).
 
     \b
     Examples:
@@ -278,7 +279,6 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     check_output_path(opt["output"])
-    ledger_mod.refuse_ledger(opt["output"], "-o")
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
     ledger_hooks = _ledger_hooks(input_path, opt)
@@ -292,6 +292,7 @@ def mine(input_path: str, **opt: Any) -> None:
             "--universe-items": opt["universe_items"],
         },
     )
+    ledger_mod.refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
     if opt["seed"] is not None:
         _say(SEED_WARNING)
     diag = Diagnostics()
