@@ -278,7 +278,7 @@ def _mine(
                 f"--universe-items declares {vocab} items, fewer than --size {max(sizes)}"
             )
         universe_size = sum(math.comb(vocab, r) for r in sizes)
-    _curator_warnings(counts.n, opened.usable, opts, diag)
+    _curator_warnings(counts.n, opened.usable, opts, diag, declared=universe is not None)
 
     t0 = time.perf_counter()
     with memory_phase("counting"):  # the mechanism deepens the exact counts as it searches
@@ -364,13 +364,21 @@ def run_mechanism(
     return spec.run(counts, p, rng), spec.extra(p), spec.ledger_of(p)
 
 
-def _curator_warnings(n: int, usable: int, opts: Options, diag: Diagnostics) -> None:
-    """Curator-only warnings (stderr): they depend on the data and are not private."""
+def _curator_warnings(
+    n: int, usable: int, opts: Options, diag: Diagnostics, *, declared: bool = False
+) -> None:
+    """Curator-only warnings (stderr, --verbose): they depend on the data and are not private."""
     smallest = min(opts.all_sizes)
     if n == 0 or usable == 0:
+        answer = (  # a declared vocabulary names a zero-count pick (SPEC §4)
+            "none or a uniformly random itemset of the declared vocabulary (every count is 0)"
+            if declared
+            else "almost surely none"
+        )
         diag.warnings.append(
             "no usable records (empty input, or every record has fewer than "
-            f"{smallest} items); the mechanism still ran and its answer is almost surely none"
+            f"{smallest} items, after dropping items outside a declared vocabulary); the "
+            f"mechanism still ran and its answer is {answer}"
         )
     if opts.neighbours == "replace" and n > 0 and opts.delta >= Fraction(1, n):
         diag.warnings.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -11,7 +12,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -31,7 +32,7 @@ from dpfim.api import (
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
-from dpfim.readers import COMPRESSIONS, FORMATS
+from dpfim.readers import COMPRESSIONS, FORMATS, basket_note
 from dpfim.request import EngineSpec, parse_conf
 from dpfim.result import (
     check_not_overwriting,
@@ -257,7 +258,12 @@ def cli() -> None:
     "(mode kept, or 0666 minus umask); a device, FIFO or /dev/fd/N is written in place.",
 )
 @click.option("--compact", is_flag=True, help="One-line JSON (for pipelines and log files).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars and no hints on stderr.")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Nothing on stderr but errors and the --seed warning (no progress, notes or hints).",
+)
 @click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
 @engine_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
@@ -269,7 +275,8 @@ def mine(input_path: str, **opt: Any) -> None:
     With --top K: "itemsets", up to K distinct itemsets in rank order.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
     4 budget exhausted, 5 ledger not writable, 6 out of memory (exact counting does not fit
-    --max-memory), 7 result not writable, 130 interrupted.
+    --max-memory), 7 result not writable, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM),
+    129 hung up (SIGHUP).
 
     \b
     Examples:
@@ -282,6 +289,8 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     check_output_path(opt["output"])
+    if opt["quiet"] and opt["verbose"]:
+        raise ParameterError("--quiet and --verbose contradict each other: give one")
     ledger_hooks = _ledger_hooks(input_path, opt)
     check_not_overwriting(
         opt["output"],
@@ -293,29 +302,39 @@ def mine(input_path: str, **opt: Any) -> None:
             "--universe-items": opt["universe_items"],
         },
     )
+    ledger_mod.refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
     if opt["seed"] is not None:
         _say(SEED_WARNING)
     diag = Diagnostics()
     try:
-        result = mine_file(
-            input_path,
-            **{k: opt[k] for k in LIBRARY_OPTIONS},
-            progress=not opt["quiet"] and sys.stderr.isatty(),
-            diagnostics=diag,
-            precheck=_precheck(ledger_hooks) if ledger_hooks else None,
-            reserve=_reserve(ledger_hooks) if ledger_hooks else None,
-        )
-        for warning in diag.warnings:
-            _say(f"warning ({CURATOR}): {warning}")
-        if opt["verbose"]:
+        # -q: Spark's JVM writes its start-up lines straight to fd 2; dpfim's own errors are
+        # printed after this block, on the real stderr
+        with _fd2_silenced(opt["quiet"] and opt["engine"] == "spark"):
+            result = mine_file(
+                input_path,
+                **{k: opt[k] for k in LIBRARY_OPTIONS},
+                progress=not opt["quiet"] and sys.stderr.isatty(),
+                diagnostics=diag,
+                precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+                reserve=_reserve(ledger_hooks) if ledger_hooks else None,
+            )
+        if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
+            for warning in diag.warnings:
+                _say(f"warning ({CURATOR}): {warning}")
             _report(diag)
         write(result, opt["output"], compact=opt["compact"])
     except DpfimError as exc:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
+    if opt["quiet"]:
+        return
+    long_cols = opt["record_col"] is not None or opt["item_col"] is not None
+    note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
+    if note is not None:
+        _say(note)
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
-    if not opt["quiet"] and (not released or released[0] is None):
+    if not released or released[0] is None:
         _say(_none_hint(opt))
-    elif not opt["quiet"] and len(released) < opt["top"]:
+    elif len(released) < opt["top"]:
         _say(
             f"released {len(released)} of --top {opt['top']}: round {len(released) + 1} answered "
             "none; the full (eps, delta) is charged (docs/privacy.md §19)"
@@ -423,7 +442,9 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option(
     "--plot", "plot_path", default=None, help="Write a PNG plot here (needs dpfim[plot])."
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Nothing on stderr but errors and the NOT PRIVATE line."
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def evaluate(input_path: str, **opt: Any) -> None:
     """Compare mechanisms on DATA by rerunning each many times. NOT PRIVATE.
@@ -446,6 +467,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         raise ParameterError(f"--plot {opt['plot_path']}: dpfim writes PNG; name it *.png")
     for flag in ("csv_path", "plot_path"):
         check_not_overwriting(opt[flag], f"--{flag[:-5]}", {"DATA": input_path})
+        ledger_mod.refuse_ledger(opt[flag], f"--{flag[:-5]}")
     if opt["plot_path"] is not None:
         try:
             import matplotlib  # noqa: F401
@@ -472,6 +494,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
     progress = not opt["quiet"] and sys.stderr.isatty()
+    long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     opened = ev.open_for_evaluation(
         input_path,
         size=opt["size"],
@@ -486,8 +509,12 @@ def evaluate(input_path: str, **opt: Any) -> None:
     if opt["universe_size"] is not None and opt["universe_size"] < opened.distinct_items():
         raise ParameterError("--universe-size is smaller than the number of distinct items")
     _say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
-    for mech, why in chosen.skipped:
-        _say(f"skipping {mech}: {why}")
+    if not opt["quiet"]:
+        note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
+        if note is not None:
+            _say(note)
+        for mech, why in chosen.skipped:
+            _say(f"skipping {mech}: {why}")
     universe = None
     if opt["universe_size"] is not None:
         universe = math.comb(opt["universe_size"], opt["size"])
@@ -515,6 +542,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
         f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
         f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
     )
+    # the table is always printed, also when --csv or --plot write it elsewhere
+    click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if opt["csv_path"] is not None:
         # No comment line (CSV readers reject it): the label is a column, and stderr says it.
         labelled = table.copy()
@@ -523,10 +552,10 @@ def evaluate(input_path: str, **opt: Any) -> None:
             labelled[col] = value
         labelled["neighbours"] = opt["neighbours"]
         write_text(labelled.to_csv(index=False), opt["csv_path"], flag="--csv")
-    else:
-        click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if opt["plot_path"] is not None:
-        _save_plot(table, opt["plot_path"], f"{os.path.basename(input_path)}, r = {opt['size']}")
+        name = "stdin" if input_path == "-" else os.path.basename(input_path)
+        title = ev.plot_title(name, opt["size"], opt["delta"], opt["neighbours"], opt["trials"])
+        _save_plot(table, opt["plot_path"], title)
 
 
 def _save_plot(table: Any, path: str, title: str) -> None:
@@ -678,7 +707,7 @@ def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     _reserve_standard_fds()
-    previous = _catch_sigint()
+    previous = _catch_signals()
     try:
         code = cli.main(args=args, prog_name="dpfim", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -727,8 +756,8 @@ def main(argv: list[str] | None = None) -> Any:
         _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
         sys.exit(1)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -746,18 +775,53 @@ def _reserve_standard_fds() -> None:
                 os.close(null)
 
 
-def _catch_sigint() -> Any:
-    """Ctrl-C raises Interrupted (not KeyboardInterrupt, which click turns into a blank line
-    and "Aborted!"). Returns the previous handler, or None when it was left alone."""
+# What a signal says and the exit code (128 + its number, as a shell reports a killed process)
+_SIGNALS = {
+    signal.SIGINT: ("interrupted", 130),
+    signal.SIGTERM: ("terminated (SIGTERM)", 143),
+    signal.SIGHUP: ("hung up (SIGHUP)", 129),
+}
+
+
+def _catch_signals() -> dict[int, Any]:
+    """Ctrl-C, SIGTERM (cron, systemd, timeout) and SIGHUP raise Interrupted: one line naming
+    what was charged, no partial output (the writers remove their temporary files), and exit
+    130/143/129. (KeyboardInterrupt would make click print a blank line and "Aborted!"; the
+    default SIGTERM would end the process silently.) Returns the handlers it replaced; a signal
+    that is ignored (nohup, a background job) or handled by an embedding program is left alone."""
     if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return None  # ignored (a background job) or handled by an embedding program
+        return {}
+    defaults = {signal.SIGINT: signal.default_int_handler}
+    previous: dict[int, Any] = {}
+    for signum, (message, code) in _SIGNALS.items():
+        if signal.getsignal(signum) is not defaults.get(signum, signal.SIG_DFL):
+            continue
 
-    def handler(signum: int, frame: Any) -> None:
-        raise Interrupted("interrupted")
+        def handler(_signum: int, _frame: Any, message: str = message, code: int = code) -> None:
+            raise Interrupted(message, exit_code=code)
 
-    return signal.signal(signal.SIGINT, handler)
+        previous[signum] = signal.signal(signum, handler)
+    return previous
+
+
+@contextlib.contextmanager
+def _fd2_silenced(on: bool) -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null inside the block (child processes such as Spark's
+    JVM keep it); Python's own sys.stderr is restored with it at the end."""
+    if not on:
+        yield
+        return
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def _discard_stdout() -> None:

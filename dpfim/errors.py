@@ -9,7 +9,7 @@ Exit codes (documented in docs/cli.md):
   6  out of memory (ResourceError): exact counting does not fit in --max-memory, or memory ran
      out; the message names the phase and what to do. dpfim never approximates
   7  the result cannot be written (OutputError): closed stdout, full disk, -o write failure
-  130 interrupted (Ctrl-C, SIGINT)
+  129 hung up (SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM)
 """
 
 from __future__ import annotations
@@ -62,9 +62,13 @@ class OutputError(DpfimError):
 
 
 class Interrupted(DpfimError):
-    """The run was interrupted (SIGINT / Ctrl-C)."""
+    """The run was interrupted: SIGINT (Ctrl-C, exit 130), SIGTERM (143) or SIGHUP (129)."""
 
     exit_code = 130
+
+    def __init__(self, message: str = "interrupted", *, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 # Each phase's name in messages and what to do; public text (it names options only).

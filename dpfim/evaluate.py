@@ -293,32 +293,98 @@ def _row(
     }
 
 
-def plot(table: pd.DataFrame, path: str, title: str) -> None:
-    """Mean gap and P(top) against eps, one line per mechanism (matplotlib, extra `plot`)."""
+# One panel per question a person choosing a mechanism asks: (column, y label, is it a rate?)
+_PANELS = {
+    "top1": (
+        ("p_top", "P(top): names a top-support itemset", True),
+        ("none_rate", "none rate: answers none", True),
+        ("mean_gap", "mean support gap c(1) - c(selected)\n(runs that name an itemset)", False),
+    ),
+    "topk": (
+        ("precision", "precision of the released itemsets", True),
+        ("fnr_at_k", "FNR@K: share of the true top K not released", True),
+        ("mean_released", "itemsets released (mean)", False),
+    ),
+}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+_STYLES = ("-", "--", "-.", ":")
+
+
+def plot_title(data: str, size: int, delta: str, neighbours: str, trials: int) -> str:
+    """The plot's title: the data set and every public parameter the table depends on."""
+    return (
+        f"{data}: r = {size}, δ = {delta}, {neighbours} neighbours, {trials} trials per point\n"
+        "NOT PRIVATE: evaluation on exact counts"
+    )
+
+
+def figure(table: pd.DataFrame, title: str) -> Any:
+    """The evaluation as a matplotlib Figure: one panel per metric, one line per mechanism.
+
+    Equal lines stay visible: each mechanism has its own marker and line style, and is drawn
+    slightly offset (a small step along the log eps axis and up or down, said in the figure).
+    Ticks are the evaluated eps values, as plain numbers.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
-    left, right = ("fnr_at_k", "precision") if "fnr_at_k" in table else ("mean_gap", "p_top")
-    fig, (ax_gap, ax_top) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for mech, part in table.groupby("mechanism", sort=False):
-        part = part.sort_values("eps")
-        ax_gap.plot(part["eps"], part[left], marker="o", label=str(mech))
-        ax_top.plot(part["eps"], part[right], marker="o", label=str(mech))
-    for ax in (ax_gap, ax_top):
+    panels = _PANELS["topk" if "fnr_at_k" in table else "top1"]
+    mechs = list(dict.fromkeys(table["mechanism"]))
+    eps_values = sorted(set(float(e) for e in table["eps"]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.8, 4.4))
+    spans = []  # each panel's y range: rates 0..1, the others 0..max (never a flat ±0.04 axis)
+    for col, _, rate in panels:
+        top = float(np.nanmax(table[col].astype(float))) if table[col].notna().any() else 0.0
+        spans.append(1.0 if rate else max(1.0, top * 1.08 if math.isfinite(top) else 1.0))
+    for i, mech in enumerate(mechs):
+        part = table[table["mechanism"] == mech].sort_values("eps")
+        shift = i - (len(mechs) - 1) / 2
+        x = part["eps"].astype(float).to_numpy() * 10 ** (0.015 * shift)
+        for ax, (col, _, _), span in zip(axes, panels, spans, strict=True):
+            y = part[col].astype(float).to_numpy() + 0.007 * span * shift
+            ax.plot(
+                x,
+                y,
+                marker=_MARKERS[i % len(_MARKERS)],
+                linestyle=_STYLES[i % len(_STYLES)],
+                markersize=6,
+                markerfacecolor="none" if i % 2 else None,
+                label=str(mech),
+            )
+    for ax, (_, label, _), span in zip(axes, panels, spans, strict=True):
         ax.set_xscale("log")
+        ax.set_xticks(eps_values)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.set_xlim(min(eps_values) / 1.4, max(eps_values) * 1.4)
         ax.set_xlabel("epsilon")
+        ax.set_ylabel(label, fontsize=9)
         ax.grid(True, alpha=0.3)
-    if left == "fnr_at_k":
-        ax_gap.set_ylabel("FNR@K (share of the true top K not released)")
-        ax_top.set_ylabel("precision of the released itemsets")
-    else:
-        ax_gap.set_ylabel("mean support gap c(1) - c(selected), answered runs")
-        ax_top.set_ylabel("P(selected is a top-support itemset)")
-    ax_top.set_ylim(-0.02, 1.02)
-    ax_top.legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"{title} (NOT PRIVATE: evaluation on exact counts)", fontsize=10)
-    fig.tight_layout()
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.set_ylim(-0.07 * span, 1.07 * span)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=8, title="mechanism")
+    fig.suptitle(title, fontsize=10)
+    fig.text(
+        0.45,
+        0.01,
+        "each mechanism is drawn slightly offset (along eps, and up or down by 0.7% of the axis "
+        "per mechanism) so that equal lines stay visible",
+        ha="center",
+        fontsize=7,
+        color="0.4",
+    )
+    fig.tight_layout(rect=(0, 0.03, 0.87, 1))
+    return fig
+
+
+def plot(table: pd.DataFrame, path: str, title: str) -> None:
+    """Write figure(table, title) as a PNG (matplotlib, the `plot` extra)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(table, title)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -3,6 +3,7 @@ locked, hash-chained ledger of spends per data set (docs/ledger.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import hashlib
@@ -141,6 +142,52 @@ def head_path(path: str) -> str:
     return path + HEAD_SUFFIX
 
 
+def recognise(path: str) -> str | None:
+    """What dpfim ledger file PATH is ("a dpfim ledger", "a dpfim ledger's head file"), or None.
+
+    The rule (docs/ledger.md, "Output files are never ledgers"): PATH is a ledger when its head
+    file PATH.head exists beside it, or when its first line parses as a ledger's first line; it
+    is a head file when it is named LEDGER.head and LEDGER is a ledger, or when its content
+    parses as a head. Only regular files are looked at (after following symlinks).
+    """
+    target = os.path.realpath(path)
+    if not os.path.isfile(target):
+        return None
+    if os.path.exists(head_path(target)) or os.path.exists(head_path(path)):
+        return "a dpfim ledger"
+    try:
+        with open(target, "rb") as fh:
+            first = fh.readline(1 << 16)
+    except OSError:
+        return None
+    with_newline = first if first.endswith(b"\n") else first + b"\n"
+    try:
+        if parse(with_newline, path):
+            return "a dpfim ledger"
+    except LedgerError:
+        pass
+    try:
+        obj = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        obj = None
+    if isinstance(obj, dict) and set(obj) == {"v", "seq", "sha256"} and obj["v"] == LEDGER_VERSION:
+        return "a dpfim ledger's head file"
+    for name in (path, target):
+        if name.endswith(HEAD_SUFFIX) and recognise(name[: -len(HEAD_SUFFIX)]):
+            return "a dpfim ledger's head file"
+    return None
+
+
+def refuse_ledger(path: str | None, flag: str) -> None:
+    """A usage error when output option `flag` names a dpfim ledger or its head file (the
+    atomic replace would overwrite it, and `ledger verify` would then fail)."""
+    if path is None or path == "-":
+        return
+    what = recognise(path)
+    if what is not None:
+        raise ParameterError(f"{flag} {path} is {what}: it would be overwritten")
+
+
 def parse(content: bytes, name: str) -> list[dict[str, Any]]:
     """Check the hash chain and every line; raise LedgerError naming the first bad line.
 
@@ -240,16 +287,28 @@ def _write_head(path: str, head: Head, mode: int) -> None:
     data = json.dumps({"v": LEDGER_VERSION, "seq": head.seq, "sha256": head.sha256}).encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, data + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, hpath)
+        try:
+            _write_fully(fd, data + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, hpath)
+    except BaseException:  # a full disk, or an interrupt: no L.head.<pid>.tmp left behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     dfd = os.open(os.path.dirname(os.path.abspath(hpath)), os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def _write_fully(fd: int, data: bytes) -> None:
+    """os.write until everything is written (module-level so tests can inject a full disk)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def state(entries: list[dict[str, Any]]) -> dict[str, DatasetState]:
@@ -545,9 +604,11 @@ class LedgerRun:
 
     def annotate(self, exc: DpfimError) -> DpfimError:
         """The same error, saying whether the spend stays counted in the ledger."""
-        if self.reserved == "no" or isinstance(exc, LedgerWriteError):
+        if isinstance(exc, Interrupted) and self.reserved == "no":
+            note = f"nothing was charged to {self.path}"
+        elif self.reserved == "no" or isinstance(exc, LedgerWriteError):
             return exc
-        if self.reserved == "pending":
+        elif self.reserved == "pending":
             note = f"the spend may have been recorded: check with dpfim ledger show {self.path}"
         else:
             eps, delta = self.spent

@@ -144,7 +144,8 @@ def test_stdin_needs_a_format(tmp_path: Path) -> None:
 
 
 def test_empty_stdin_runs_the_mechanism_with_a_warning() -> None:
-    code, out, err = run(["mine", "-", "--format", "basket", "--eps", "1", "--delta", "1e-6"])
+    args = ["mine", "-", "--format", "basket", "--eps", "1", "--delta", "1e-6", "-v"]
+    code, out, err = run(args)
     assert code == 0
     assert json.loads(out)["itemset"] is None
     assert "curator-only" in err and "no usable records" in err
@@ -158,7 +159,7 @@ def test_empty_stdin_runs_the_mechanism_with_a_warning() -> None:
 def test_useless_inputs_answer_none_with_exit_0(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "u.csv"
     path.write_bytes(content)
-    code, out, err = run(["mine", str(path), "--eps", "1", "--delta", "1e-6"])
+    code, out, err = run(["mine", str(path), "--eps", "1", "--delta", "1e-6", "-v"])
     assert code == 0
     assert json.loads(out)["itemset"] is None
     assert "no usable records" in err
@@ -167,7 +168,7 @@ def test_useless_inputs_answer_none_with_exit_0(tmp_path: Path, content: bytes) 
 
 def test_r_larger_than_every_record(tmp_path: Path) -> None:
     code, out, err = run(
-        ["mine", str(pairs_file(tmp_path)), "--size", "5", "--eps", "1", "--delta", "1e-6"]
+        ["mine", str(pairs_file(tmp_path)), "--size", "5", "--eps", "1", "--delta", "1e-6", "-v"]
     )
     assert code == 0 and json.loads(out)["itemset"] is None and "no usable records" in err
 

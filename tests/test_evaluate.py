@@ -78,7 +78,8 @@ def test_cli_writes_csv_and_plot(tmp_path: Path) -> None:
         ]
     )
     assert code == 0, err
-    assert "NOT PRIVATE" in err and out == ""
+    assert "NOT PRIVATE" in err
+    assert out.startswith("# NOT PRIVATE evaluation of") and "limited-domain" in out
     rows = list(csv.DictReader(out_csv.read_text().splitlines()))
     assert len(rows) == 6 and {r["mechanism"] for r in rows} == {"lmm", "lmm-gap", "limited-domain"}
     assert all(r["not_private"] == "True" for r in rows)
@@ -185,3 +186,79 @@ def test_evaluate_defaults_to_replace_like_mine_and_says_what_it_skips(tmp_path:
     assert "neighbours = replace" in out
     code, help_text, _ = run(["evaluate", "--help"])
     assert "replace" in help_text.split("--neighbours")[1].split("--")[0]
+
+
+def test_the_table_is_printed_also_with_csv(tmp_path: Path) -> None:
+    """Issue 23: with --csv the table no longer printed; a person reads it, a program the CSV."""
+    data = tmp_path / "b.dat"
+    data.write_text("1 2\n" * 50)
+    args = ["evaluate", str(data), "--eps", "1", "--mechanisms", "lmm", "--trials", "2"]
+    code, out, err = run([*args, "--seed", "1", "--csv", str(tmp_path / "t.csv")])
+    assert code == 0, err
+    assert out.startswith("# NOT PRIVATE evaluation of") and "lmm" in out
+    assert (tmp_path / "t.csv").read_text().startswith("not_private,mechanism")
+
+
+def _fake_table(mechs: list[str], gap: float = 0.0) -> object:
+    import pandas as pd
+
+    rows = [
+        {"mechanism": m, "eps": e, "p_top": 1.0, "mean_gap": gap, "none_rate": 0.0}
+        for m in mechs
+        for e in (0.1, 0.5, 1.0, 2.0)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_plot_panels_are_readable() -> None:
+    """Issue 23 point 5: P(top) and none rate in separate panels; equal lines stay apart; plain
+    tick labels (no 6x10^-1); a gap axis that is not a flat +-0.04; the title as given."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    mechs = ["lmm", "lmm-gap", "em", "stability"]  # four identical lines
+    fig = ev.figure(_fake_table(mechs), "T")
+    try:
+        labels = [ax.get_ylabel() for ax in fig.axes]
+        top = next(ax for ax in fig.axes if ax.get_ylabel().startswith("P(top)"))
+        none = next(ax for ax in fig.axes if ax.get_ylabel().startswith("none rate"))
+        assert top is not none
+        gap = next(ax for ax in fig.axes if "gap" in ax.get_ylabel())
+        assert gap.get_ylim()[1] >= 1, labels
+        for ax in (top, none):
+            ys = [tuple(line.get_ydata()) for line in ax.get_lines()]
+            xs = [tuple(line.get_xdata()) for line in ax.get_lines()]
+            assert len(set(ys)) == len(mechs) and len(set(xs)) == len(mechs)
+            assert {line.get_marker() for line in ax.get_lines()} == {"o", "s", "^", "D"}
+        fig.canvas.draw()
+        for ax in fig.axes:
+            ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+            assert ticks and all(t and "$" not in t and "times" not in t for t in ticks), ticks
+        assert "0.1" in [t.get_text() for t in top.get_xticklabels()]
+        assert any(t.get_text() == "T" for t in fig.texts)  # the suptitle
+    finally:
+        plt.close(fig)
+
+
+def test_plot_title_names_data_r_delta_and_relation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    seen: list[str] = []
+
+    def fake_plot(table: object, path: str, title: str) -> None:
+        seen.append(title)
+        Path(path).write_bytes(b"\x89PNG\r\n\x1a\n")
+
+    monkeypatch.setattr(ev, "plot", fake_plot)
+    data = tmp_path / "shop.dat"
+    data.write_text("1 2\n" * 50)
+    args = ["evaluate", str(data), "--eps", "1", "--mechanisms", "lmm", "--trials", "2"]
+    code, out, err = run(
+        [*args, "--seed", "1", "--delta", "1e-7", "--plot", str(tmp_path / "p.png")]
+    )
+    assert code == 0, err
+    assert out.startswith("# NOT PRIVATE")  # the table is printed with --plot too
+    assert len(seen) == 1
+    assert "shop.dat" in seen[0] and "r = 2" in seen[0] and "δ = 1e-7" in seen[0]
+    assert "replace neighbours" in seen[0] and "NOT PRIVATE" in seen[0]

@@ -41,9 +41,11 @@ from dpfim.readers.source import (
 from dpfim.samplers.rng import RandomSource, system_source
 
 __all__ = [
+    "BASKET_NOTE",
     "COMPRESSIONS",
     "FORMATS",
     "Records",
+    "basket_note",
     "check_source",
     "from_transactions",
     "read_records",
@@ -78,6 +80,7 @@ def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -
     ext = Path(plain_name(source)).suffix
     decided = _BY_EXTENSION.get(ext)
     if decided is None:
+        resolve_compression(source)  # x.zst: say zstd is unsupported, not "extension '(none)'"
         raise ParameterError(
             f"{source}: cannot tell the format from the extension {ext or '(none)'!r}; "
             f"pass --format ({', '.join(FORMATS)})"
@@ -85,6 +88,24 @@ def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -
     if decided == "basket" and long_columns_given:
         return "long"
     return decided
+
+
+BASKET_NOTE = (
+    "note: read as baskets, one record a line; a file with a header and a record-id column "
+    "needs --record-col/--item-col"
+)
+
+
+def basket_note(source: str, fmt: str, *, long_columns_given: bool = False) -> str | None:
+    """The public note for a .csv/.tsv that --format auto reads as baskets, else None.
+
+    Decided from the file name and the options only, and the same text for every file: the first
+    line of a basket file is a record, so it may not decide whether anything is said (a data-
+    dependent "looks like long format" guess is curator-only, behind --verbose).
+    """
+    if fmt != "auto" or source == "-" or long_columns_given:
+        return None
+    return BASKET_NOTE if Path(plain_name(source)).suffix in (".csv", ".tsv") else None
 
 
 def check_source(src: str) -> None:

@@ -1,0 +1,266 @@
+"""What else than the released JSON a run puts out (issue 23): stderr, notes, files, signals.
+
+On a file that parses, only the release and lines derived from it or from public parameters
+may depend on the data (SPEC §5); every test here runs the real CLI (tests/cli_run.py) and
+asserts exit code and stderr separately.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from cli_run import run
+
+EPS = ["--eps", "1", "--delta", "1e-6"]
+NOTE_LINE = (  # the issue's text, byte for byte
+    "dpfim: note: read as baskets, one record a line; a file with a header and a record-id "
+    "column needs --record-col/--item-col\n"
+)
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def _long_looking(tmp_path: Path, first: str, name: str) -> Path:
+    """A two-column file whose first line decides today's "looks like long format" guess."""
+    rows = [f"{i % 300},milk" for i in range(900)]
+    rows += ["7,bread"] * 600
+    return _write(tmp_path / name, [first, *rows])
+
+
+def test_quiet_prints_nothing_on_neighbouring_files(tmp_path: Path) -> None:
+    """Replacing the first line (a header, or a record) toggled a warning that -q did not stop."""
+    d = _long_looking(tmp_path, "customer,item", "d.csv")
+    d2 = _long_looking(tmp_path, "milk,bread", "d2.csv")
+    for path in (d, d2):
+        code, out, err = run(["mine", str(path), *EPS, "-q"])
+        assert code == 0
+        assert json.loads(out)["schema"] == "dpfim.result/1"
+        assert err == ""
+
+
+def test_data_dependent_warnings_only_with_verbose(tmp_path: Path) -> None:
+    """Record statistics (no usable records; delta >= 1/n) are curator-only, behind -v."""
+    tiny = _write(tmp_path / "t.dat", ["1", "2"])  # n = 2 < 1/delta; no record has r items
+    code, out, err = run(["mine", str(tiny), "--eps", "1", "--delta", "0.6"])
+    assert code == 0 and json.loads(out)["itemset"] is None
+    assert "usable" not in err and "1/n" not in err and "curator" not in err
+    assert "no 2-itemset was certified" in err  # derived from the release: public
+    code, out, err = run(["mine", str(tiny), "--eps", "1", "--delta", "0.6", "-v"])
+    assert code == 0
+    assert "warning (curator-only, not private): no usable records" in err
+    assert "at least 1/n" in err
+    code, out, err = run(["mine", str(tiny), "--eps", "1", "--delta", "0.6", "-q"])
+    assert code == 0 and err == ""
+
+
+def test_long_format_guess_is_curator_only(tmp_path: Path) -> None:
+    d = _long_looking(tmp_path, "customer,item", "d.csv")
+    code, _, err = run(["mine", str(d), *EPS])
+    assert code == 0 and "looks like long format" not in err
+    code, _, err = run(["mine", str(d), *EPS, "-v"])
+    assert code == 0 and "warning (curator-only, not private)" in err
+    assert "looks like long format" in err
+
+
+def test_quiet_and_verbose_together_are_a_usage_error(tmp_path: Path) -> None:
+    path = _write(tmp_path / "b.dat", ["1 2"] * 10)
+    code, out, err = run(["mine", str(path), *EPS, "-q", "-v"])
+    assert code == 2 and out == ""
+    assert err.startswith("dpfim: error: --quiet and --verbose") and err.count("\n") == 1
+
+
+def test_a_csv_read_as_baskets_gets_the_same_public_note(tmp_path: Path) -> None:
+    """Issue 23 point 3: the note is printed and byte-identical for a headerless basket file
+    and for a four-column long file mined without --record-col/--item-col."""
+    baskets = _write(tmp_path / "baskets.csv", ["milk,bread"] * 900 + ["tea"] * 20)
+    long4 = _write(
+        tmp_path / "orders.tsv",
+        ["order\tcustomer\titem\tprice"] + [f"{i}\t{i % 50}\twhole milk\t1.5" for i in range(300)],
+    )
+    notes = []
+    for path in (baskets, long4):
+        code, out, err = run(["mine", str(path), *EPS])
+        assert code == 0 and json.loads(out)["params"]["format"] == "basket"
+        notes.append([line for line in err.splitlines(keepends=True) if "note:" in line])
+    assert notes[0] == notes[1] == [NOTE_LINE]
+    gz = tmp_path / "baskets.csv.gz"
+    gz.write_bytes(gzip.compress(baskets.read_bytes()))
+    code, _, err = run(["mine", str(gz), *EPS])
+    assert code == 0 and NOTE_LINE in err  # named by the name without its compression suffix
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--format", "basket"], ["-q"], ["--record-col", "c", "--item-col", "i"]],
+    ids=["format-basket", "quiet", "long-columns"],
+)
+def test_the_note_is_left_out_when_the_format_is_named(tmp_path: Path, extra: list[str]) -> None:
+    path = _write(tmp_path / "x.csv", ["c,i"] + ["1,milk", "1,bread"] * 500)
+    code, _, err = run(["mine", str(path), *EPS, *extra])
+    assert code == 0, err
+    assert "note:" not in err
+
+
+def test_no_note_for_extensions_that_name_their_format(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.dat", ["1 2"] * 900)
+    code, _, err = run(["mine", str(path), *EPS])
+    assert code == 0 and "note:" not in err
+
+
+def test_evaluate_prints_the_note_unless_quiet(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.csv", ["milk,bread"] * 50)
+    args = ["evaluate", str(path), "--eps", "1", "--mechanisms", "lmm", "--trials", "2"]
+    code, _, err = run([*args, "--seed", "1"])
+    assert code == 0 and NOTE_LINE in err and "NOT PRIVATE" in err
+    code, _, err = run([*args, "--seed", "1", "-q"])
+    assert code == 0 and "note:" not in err and "NOT PRIVATE" in err
+
+
+def test_a_zst_file_names_its_compression_not_an_empty_extension(tmp_path: Path) -> None:
+    path = tmp_path / "data.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd")
+    code, out, err = run(["mine", str(path), *EPS])
+    assert code == 2 and out == ""
+    assert "zstd-compressed input is not supported" in err and "(none)" not in err
+
+
+def test_a_vocabulary_disjoint_from_the_data_says_what_the_run_does(tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.dat", ["1 2"] * 20)
+    vocab = _write(tmp_path / "v.txt", ["x", "y", "z"])
+    code, out, err = run(["mine", str(data), *EPS, "--universe-items", str(vocab), "-v"])
+    assert code == 0
+    assert json.loads(out)["itemset"] is not None  # a zero-count pick is named
+    assert "almost surely none" not in err
+    assert "uniformly random itemset of the declared vocabulary" in err
+
+
+# --- point 4: no lost files ------------------------------------------------------------------
+
+
+def _ledger(tmp_path: Path, data: Path) -> Path:
+    path = tmp_path / "spent.jsonl"
+    args = ["mine", str(data), *EPS, "--ledger", str(path), "--dataset", "d"]
+    code, _, err = run([*args, "--budget-eps", "5", "--budget-delta", "1e-5", "-q"])
+    assert code == 0, err
+    return path
+
+
+def _pairs(tmp_path: Path) -> Path:
+    return _write(tmp_path / "p.dat", ["1 2"] * 900 + ["3"] * 20)
+
+
+@pytest.mark.parametrize("which", ["ledger", "head", "ledger-without-head"])
+def test_output_onto_a_ledger_is_a_usage_error(tmp_path: Path, which: str) -> None:
+    """-o L.jsonl without --ledger replaced the ledger (exit 0; ledger verify then failed)."""
+    data = _pairs(tmp_path)
+    ledger = _ledger(tmp_path, data)
+    target = Path(f"{ledger}.head") if which == "head" else ledger
+    if which == "ledger-without-head":  # recognised by its first line alone
+        other = tmp_path / "copy.jsonl"
+        other.write_bytes(ledger.read_bytes())
+        target = other
+    before = target.read_bytes()
+    code, out, err = run(["mine", str(data), *EPS, "-o", str(target)])
+    assert code == 2 and out == ""
+    assert err.startswith(f"dpfim: error: -o {target} is a dpfim ledger") and err.count("\n") == 1
+    assert target.read_bytes() == before
+    assert run(["ledger", "verify", str(ledger)])[0] == 0
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--plot"])
+def test_evaluate_outputs_onto_a_ledger_are_usage_errors(tmp_path: Path, flag: str) -> None:
+    data = _pairs(tmp_path)
+    ledger = _ledger(tmp_path, data)
+    target = ledger
+    if flag == "--plot":  # --plot must end in .png: a ledger named so is still refused
+        target = tmp_path / "l.png"
+        target.write_bytes(ledger.read_bytes().split(b"\n")[0] + b"\n")
+    before = target.read_bytes()
+    args = ["evaluate", str(data), "--mechanisms", "lmm", "--trials", "1", flag, str(target)]
+    code, out, err = run(args)
+    assert code == 2 and out == ""
+    assert err.startswith(f"dpfim: error: {flag} {target} is a dpfim ledger")
+    assert target.read_bytes() == before
+
+
+def test_an_ordinary_json_file_is_still_replaced(tmp_path: Path) -> None:
+    data = _pairs(tmp_path)
+    out_file = _write(tmp_path / "top.json", ['{"v": 1, "note": "an old result"}'])
+    code, out, err = run(["mine", str(data), *EPS, "-o", str(out_file), "-q"])
+    assert code == 0 and out == "" and err == ""
+    assert json.loads(out_file.read_text())["itemset"] == ["1", "2"]
+
+
+def test_a_full_disk_while_writing_the_ledger_head_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+    from typing import Any
+
+    from dpfim import ledger
+
+    class FullDisk:  # the ledger module's `os`, with a disk that is full
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        def write(self, fd: int, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ledger, "os", FullDisk())
+    data = _pairs(tmp_path)
+    path = tmp_path / "new.jsonl"
+    args = ["mine", str(data), *EPS, "--ledger", str(path), "--dataset", "d"]
+    code, out, err = run([*args, "--budget-eps", "5", "--budget-delta", "1e-5"])
+    assert code == 5 and out == ""
+    assert "No space left on device" in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "p.dat"]
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(15, 143, "terminated (SIGTERM)"), (1, 129, "hung up (SIGHUP)")],
+    ids=["SIGTERM", "SIGHUP"],
+)
+def test_sigterm_and_sighup_say_what_was_charged(
+    tmp_path: Path, signum: int, code: int, said: str
+) -> None:
+    """What cron, systemd and timeout send: one line, the spend named, no output file."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    data = _pairs(tmp_path)
+    ledger = tmp_path / "l.jsonl"
+    result = tmp_path / "top.json"
+    args = ["mine", str(data), "--eps", "0.5", "--delta", "1e-7", "-q", "-o", str(result)]
+    args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
+    args += ["1e-6"]
+    env = {**os.environ, "DPFIM_TEST_PAUSE_AFTER_RESERVE": "30"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpfim", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 60
+    while not (ledger.exists() and b"spend" in ledger.read_bytes()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.2)  # let it reach the pause after the fsync
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code
+    assert out == ""
+    assert err == f"dpfim: {said}; the spend of eps=0.5, delta=1e-7 stays counted in {ledger}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.jsonl", "l.jsonl.head", "p.dat"]
