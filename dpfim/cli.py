@@ -307,9 +307,9 @@ def mine(input_path: str, **opt: Any) -> None:
         _say(SEED_WARNING)
     diag = Diagnostics()
     try:
-        # -q: Spark's JVM writes its start-up lines straight to fd 2; dpfim's own errors are
-        # printed after this block, on the real stderr
-        with _fd2_silenced(opt["quiet"] and opt["engine"] == "spark"):
+        # -q: an engine's child processes (Spark's JVM) write straight to fd 2; dpfim's own
+        # errors are printed after this block, on the real stderr (every engine alike)
+        with _fd2_silenced(opt["quiet"]):
             result = mine_file(
                 input_path,
                 **{k: opt[k] for k in LIBRARY_OPTIONS},
