@@ -29,6 +29,7 @@ from dpfim.readers import (
     restrict,
     truncate,
 )
+from dpfim.readers.records import truncation_key
 from dpfim.release import release, sort_items
 from dpfim.request import (
     ADD_REMOVE_ONLY,
@@ -91,7 +92,7 @@ def mine(
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,
-    max_record_items: int | None = None,
+    max_record_items: int | str | None = None,
     universe: Sequence[str] | None = None,
     rng: RandomSource | int | None = None,
     fmt: str | None = None,
@@ -105,6 +106,9 @@ def mine(
     records: a Records, or any iterable of transactions (iterables of item strings).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
+    max_record_items: records keep at most this many items, a uniformly random subset (default
+    DEFAULT_MAX_RECORD_ITEMS = 64; NO_CAP = "none" opts out, and memory failures then depend on
+    the data: docs/privacy.md, "Record-length cap").
     max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
     RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
     """
@@ -129,9 +133,13 @@ def mine(
         records = from_transactions(records, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
         records = restrict(records, universe)
-    source, _ = resolve(rng)  # one source for truncation and mechanism
-    if max_record_items is not None:
-        records = truncate(records, max_record_items, source)
+    source, _ = resolve(rng)
+    if opts.max_record_items is not None:
+        if isinstance(rng, int):
+            key = truncation_key(seed=rng)  # as mine_file and every engine derive it
+        else:
+            key = truncation_key(rng=source if rng is not None else None)
+        records = truncate(records, opts.max_record_items, key)
     with memory_phase("counting"):
         opened = count_records(records, opts.all_sizes, max_memory=budget, progress=progress)
     return _mine(
@@ -141,7 +149,6 @@ def mine(
         source,
         fmt,
         diagnostics or Diagnostics(),
-        max_record_items=max_record_items,
         started=started,
         engine="local",
     )
@@ -155,7 +162,7 @@ def mine_file(
     record_col: str | None = None,
     item_col: str | None = None,
     compression: str = "auto",
-    max_record_items: int | None = None,
+    max_record_items: int | str | None = None,
     universe_items: str | None = None,
     size: int | None = None,
     sizes: str | Sequence[int] | None = None,
@@ -214,7 +221,8 @@ def mine_file(
         progress,
     )
     long_cols = record_col is not None or item_col is not None
-    given = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression, max_record_items)
+    cap = opts.max_record_items
+    given = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression, cap)
     engines.get(engine).check(given)
     decided = resolve_format(source, fmt, long_columns_given=long_cols)
     if precheck is not None:
@@ -228,7 +236,7 @@ def mine_file(
         record_col,
         item_col,
         compression,
-        max_record_items,
+        cap,
         universe,
         seed,
     )
@@ -246,7 +254,6 @@ def mine_file(
             source_rng if seed is not None else None,
             decided,
             diag,
-            max_record_items=max_record_items,
             started=started,
             engine=engine_spec.name,
         )
@@ -262,7 +269,6 @@ def _mine(
     fmt: str | None,
     diag: Diagnostics,
     *,
-    max_record_items: int | None = None,
     started: str,
     engine: str,
 ) -> dict[str, Any]:
@@ -287,7 +293,7 @@ def _mine(
             opts,
             source,
             universe_size=universe_size,
-            max_record_items=max_record_items,
+            max_record_items=opts.max_record_items,
         )
     diag.timings.update(opened.timings)
     facts = opened.facts()
@@ -327,8 +333,7 @@ def _mine(
         },
         **rel.params,
     }
-    if max_record_items is not None:
-        params["max_record_items"] = max_record_items
+    params["max_record_items"] = "none" if opts.max_record_items is None else opts.max_record_items
     if opts.neighbours == "replace":
         fields["n"] = counts.n
         fields["n_note"] = (

@@ -43,6 +43,11 @@ from dpfim.result import (
 )
 
 CURATOR = "curator-only, not private"
+NO_CAP_WARNING = (
+    "warning: --max-record-items none keeps whole records: one long record can then decide "
+    "whether the run runs out of memory (exit 6), which is outside the guarantee "
+    "(docs/privacy.md, Record-length cap)"
+)
 SEED_WARNING = (
     f"warning ({CURATOR}): --seed makes this run reproducible and NOT private; "
     "never publish its result"
@@ -179,9 +184,12 @@ def cli() -> None:
 @input_options
 @click.option(
     "--max-record-items",
-    type=int,
+    type=str,
     default=None,
-    help="Keep a uniformly random B items of longer records (record-local; keeps the guarantee).",
+    metavar="B|none",
+    help="Keep a uniformly random B items of longer records (record-local; keeps the "
+    "guarantee) [default: 64]. 'none' keeps whole records: whether a run runs out of memory "
+    "then depends on the data.",
 )
 @click.option(
     "--universe-items",
@@ -327,6 +335,8 @@ def mine(input_path: str, **opt: Any) -> None:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
     if opt["quiet"]:
         return
+    if result["params"]["max_record_items"] == "none":
+        _say(NO_CAP_WARNING)
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
@@ -428,9 +438,11 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 )
 @click.option(
     "--max-record-items",
-    type=int,
+    type=str,
     default=None,
-    help="choosing's B (k = C(B, r)) [default: the longest record, so nothing is truncated].",
+    metavar="B|none",
+    help="Records keep at most B items, as in mine (also choosing's B, k = C(B, r)) "
+    "[default: 64]; 'none' keeps whole records (choosing's B is then the longest record).",
 )
 @click.option(
     "--candidates", type=int, default=10, show_default=True, help="limited-domain's k-bar."
@@ -503,6 +515,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
         record_col=opt["record_col"],
         item_col=opt["item_col"],
         compression=opt["compression"],
+        max_record_items=opt["max_record_items"],
+        seed=opt["seed"],
         engine=EngineSpec(opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress),
     )
     assert opened.distinct_items is not None
@@ -699,7 +713,7 @@ def _none_hint(opt: dict[str, Any]) -> str:
         supports=opt["supports"],
         support_share=opt["support_share"],
     )
-    return none_hint(opts, opt["max_record_items"])
+    return none_hint(opts, opts.max_record_items)
 
 
 def main(argv: list[str] | None = None) -> Any:

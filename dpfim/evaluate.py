@@ -27,7 +27,8 @@ from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.mechanisms import registry
 from dpfim.readers import Records, resolve_format
-from dpfim.request import EngineSpec, InputSpec
+from dpfim.readers.records import truncate, truncation_key
+from dpfim.request import EngineSpec, InputSpec, check_record_cap
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (
@@ -105,17 +106,20 @@ def open_for_evaluation(
     record_col: str | None = None,
     item_col: str | None = None,
     compression: str = "auto",
+    max_record_items: int | str | None = None,
+    seed: int | None = None,
     engine: EngineSpec | None = None,
 ) -> Opened:
-    """Read and count `source` with the chosen engine, exactly as `dpfim mine` would (no
-    truncation, no vocabulary): what `dpfim evaluate` runs on. close() it when done."""
+    """Read and count `source` with the chosen engine, exactly as `dpfim mine` would (the same
+    record-length cap, no vocabulary): what `dpfim evaluate` runs on. close() it when done."""
     spec = engine or EngineSpec()
-    inp = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression)
+    cap = check_record_cap(max_record_items)
+    inp = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression, cap, None, seed)
     engines.get(spec.name).check(inp)
     decided = resolve_format(
         source, fmt, long_columns_given=record_col is not None or item_col is not None
     )
-    inp = InputSpec(source, fmt, decided, sep, record_col, item_col, compression)
+    inp = InputSpec(source, fmt, decided, sep, record_col, item_col, compression, cap, None, seed)
     return engines.open_engine(spec, inp, [size], resolve(None)[0])
 
 
@@ -129,7 +133,7 @@ def evaluate(
     trials: int,
     neighbours: str = "replace",
     universe_size: int | None = None,
-    max_record_items: int | None = None,
+    max_record_items: int | str | None = None,
     candidates: int = 10,
     rng: RandomSource | int | None = None,
     progress: bool = False,
@@ -146,7 +150,14 @@ def evaluate(
         raise ParameterError(f"--trials must be at least 1, got {trials}")
     source, _ = resolve(rng)
     chosen = plan(mechanisms, neighbours).mechanisms
-    opened = count_records(data, [size], progress=progress) if isinstance(data, Records) else data
+    cap = check_record_cap(max_record_items)
+    if isinstance(data, Records):
+        if cap is not None:  # as mine: the default cap applies here too
+            key = truncation_key(seed=rng) if isinstance(rng, int) else truncation_key()
+            data = truncate(data, cap, key)
+        opened = count_records(data, [size], progress=progress)
+    else:
+        opened = data  # an engine read it, with the cap
     assert opened.distinct_items is not None and opened.longest_record is not None
     distinct = opened.distinct_items()
     if universe_size is None:
@@ -158,7 +169,9 @@ def evaluate(
             f"finite universe of {', '.join(finite)} would be empty; pass --universe-size N "
             "(N >= r) or leave them out of --mechanisms"
         )
-    growth_b = max_record_items or max(size, opened.longest_record())
+    # choosing's B: the cap (records hold at most that many items); with no cap, the longest
+    # record (evaluate is not private: an exact function of the data is fine here)
+    growth_b = cap if cap is not None else max(size, opened.longest_record())
     index = opened.counts
     index.ensure(max(top, 1))
     c1 = int(index.counts[0]) if len(index.counts) else 0

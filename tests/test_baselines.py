@@ -151,7 +151,10 @@ def _baskets(tmp_path: Path) -> Path:
     [
         (["--mechanism", "em"], "needs a finite universe"),
         (["--mechanism", "permute-and-flip"], "needs a finite universe"),
-        (["--mechanism", "choosing", "--neighbours", "add-remove"], "--max-record-items"),
+        (
+            ["--mechanism", "choosing", "--neighbours", "add-remove", "--max-record-items", "none"],
+            "record-length cap",
+        ),
         (["--mechanism", "choosing", "--max-record-items", "5"], "add/remove"),
         (["--mechanism", "limited-domain"], "add/remove"),
         (

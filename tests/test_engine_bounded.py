@@ -200,13 +200,14 @@ def test_the_error_and_exit_code_through_the_cli(tmp_path: Path) -> None:
     big = " ".join(str(i) for i in range(3, 200_003))
     path.write_text(big + "\n" + "1 2\n" * 1000)
     args = ["mine", str(path), "--eps", "1", "--delta", "1e-6", "--max-memory", "64M"]
-    code, out, err = run(args)
+    code, out, err = run([*args, "--max-record-items", "none", "-q"])
     assert code == 6 and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "--max-record-items" in err and "never approximates" in err
-    code, out, err = run([*args, "--max-record-items", "100"])
-    assert code == 0
-    assert json.loads(out)["itemset"] == ["1", "2"]
+    for cap in (["--max-record-items", "100"], []):  # the default cap (64) too
+        code, out, err = run([*args, *cap])
+        assert code == 0
+        assert json.loads(out)["itemset"] == ["1", "2"]
 
 
 @pytest.mark.parametrize(

@@ -145,3 +145,50 @@ def test_choosing_precondition_is_checked_at_each_round_s_parameters() -> None:
     baselines.check_choosing(Fraction(5), Fraction(1, 4), 1)
     result = dpfim.mine(data, eps="10", delta="0.5", rng=1, top=2, **kw)
     assert result["ledger"]["eps"]["exact"] == "10"
+
+
+def _pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Issue 23's neighbouring files (replace one line): 50 lines `1 2` plus one line of 6000
+    distinct items (D), or plus the line `3` (D')."""
+    common = "1 2\n" * 50
+    d = tmp_path / "d.dat"
+    d.write_text(common + " ".join(str(i) for i in range(10, 6010)) + "\n")
+    d2 = tmp_path / "d2.dat"
+    d2.write_text(common + "3\n")
+    return d, d2
+
+
+@pytest.mark.parametrize("mechanism", ["lmm", "lmm-gap"])
+def test_one_long_record_no_longer_decides_whether_a_result_exists(
+    tmp_path: Path, mechanism: str
+) -> None:
+    """Before the default record-length cap, D exited 6 (out of memory at --max-memory 16M:
+    C(6000, 2) pairs at threshold 1) and D' exited 0, every time, at any eps: the existence of
+    a result was an exact function of one record. With the cap (64 items a record) one record
+    adds at most C(64, 2) = 2016 pairs, and both give a result."""
+    from tests.cli_run import run
+
+    nb = ["--neighbours", "add-remove"] if mechanism == "lmm-gap" else []
+    for path in _pair(tmp_path):
+        for _ in range(3):
+            args = ["mine", str(path), "--eps", "1", "--delta", "1e-6", "--max-memory", "16M"]
+            code, out, err = run([*args, "--mechanism", mechanism, *nb, "-q"])
+            assert code == 0, err
+            assert err == ""
+            assert json.loads(out)["params"]["max_record_items"] == 64
+
+
+def test_without_the_cap_the_long_record_still_decides_and_the_user_is_told(
+    tmp_path: Path,
+) -> None:
+    """The opt-out keeps the old behaviour (exit 6 on D, 0 on D'), with a warning that says so:
+    the test shows the pair really is a boundary, so the test above can fail."""
+    from tests.cli_run import run
+
+    d, d2 = _pair(tmp_path)
+    args = ["--eps", "1", "--delta", "1e-6", "--max-memory", "16M", "--max-record-items", "none"]
+    code, out, err = run(["mine", str(d), *args])
+    assert code == 6 and out == "" and "--max-record-items" in err
+    code, out, err = run(["mine", str(d2), *args])
+    assert code == 0 and json.loads(out)["params"]["max_record_items"] == "none"
+    assert "--max-record-items none keeps whole records" in err

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from dpfim.errors import InputError, ParameterError
-from dpfim.readers import Records, read_records, read_universe, resolve_format, truncate
+from dpfim.readers import (
+    Records,
+    from_transactions,
+    read_records,
+    read_universe,
+    resolve_format,
+    truncate,
+)
 from dpfim.samplers.rng import seeded_source
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -190,16 +197,34 @@ def test_universe_filters_items_and_fixes_the_vocabulary(tmp_path: Path) -> None
 
 
 def test_truncation_keeps_exactly_b_items_uniformly(tmp_path: Path) -> None:
-    path = write(tmp_path, "b.csv", "a,b,c,d,e\nx,y\n" * 2000)
+    lines = "".join(f"a,b,c,d,e,t{k}\nx,y\n" for k in range(2000))  # 2000 distinct long records
+    path = write(tmp_path, "b.csv", lines)
     records = read_records(path, max_record_items=2, rng=seeded_source(1))
     sets = as_sets(records)
     assert all(len(s) == 2 for s in sets)
     assert all(s == {"x", "y"} for s in sets[1::2])
     kept = Counter(item for s in sets[::2] for item in s)
-    # each of the 5 items is kept with probability 2/5: 800 expected of 2000; 5 sigma ~ 110
-    assert all(abs(kept[i] - 800) < 110 for i in "abcde")
+    # each of the 6 items of a record is kept with probability 2/6: 667 expected of 2000;
+    # sd = sqrt(2000 * 1/3 * 2/3) = 21, so 5 sd = 105 (false alarm ~ 6e-7 per item)
+    assert all(abs(kept[i] - 2000 / 3) < 105 for i in "abcde")
     again = read_records(path, max_record_items=2, rng=seeded_source(1))
     assert as_sets(again) == sets
+
+
+def test_truncation_is_a_function_of_the_record_and_the_key() -> None:
+    """The same record keeps the same items wherever it is (every engine, every retried Spark
+    task, every copy of it); another key gives another, equally uniform, choice."""
+    from dpfim.readers.records import truncation_key
+
+    items = [f"i{k}" for k in range(10)]
+    recs = from_transactions([items, ["z", *items], items])
+    key = truncation_key(seed=5)
+    cut = truncate(recs, 3, key)
+    first, _, third = (cut.record(k) for k in range(3))
+    assert first == third and len(first) == 3
+    assert truncate(recs, 3, key).record(0) == first
+    others = {frozenset(truncate(recs, 3, truncation_key(seed=s)).record(0)) for s in range(30)}
+    assert len(others) > 10  # 120 possible subsets: 30 keys do not all agree
 
 
 def test_truncate_leaves_short_records_alone() -> None:

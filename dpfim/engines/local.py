@@ -629,6 +629,7 @@ class _LocalEngine:
     ) -> Opened:
         from dpfim.errors import memory_phase
         from dpfim.readers import read_records
+        from dpfim.readers.records import truncation_key
 
         t0 = time.perf_counter()
         with memory_phase("reading"):
@@ -641,7 +642,7 @@ class _LocalEngine:
                 compression=inp.compression,
                 max_record_items=inp.max_record_items,
                 universe=inp.universe,
-                rng=rng,
+                key=truncation_key(seed=inp.seed),  # as every engine derives it
                 progress=spec.progress,
                 warn=warn,
             )

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
 import os
 import pickle
@@ -52,10 +51,10 @@ from dpfim.engines.byte_ranges import ByteRange
 from dpfim.engines.topdown import TopDown
 from dpfim.errors import InputError, ParameterError
 from dpfim.readers import basket, fimi, jsonl, long
-from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
+from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate, truncation_key
 from dpfim.readers.source import CHUNK_BYTES, chunks, decode, decompressed, split_lines
 from dpfim.request import EngineSpec, InputSpec
-from dpfim.samplers.rng import RandomSource, seeded_source, system_source
+from dpfim.samplers.rng import RandomSource
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -151,7 +150,10 @@ class SparkInput:
     item_col: str | None = None
     universe: Sequence[str] | None = None
     max_record_items: int | None = None
-    seed: int | None = None  # None: truncation draws from the OS CSPRNG
+    seed: int | None = None  # None: the truncation key comes from the OS CSPRNG
+    # the secret key of the --max-record-items sample, drawn once on the driver (None: drawn
+    # when the blocks are planned); never released
+    truncation_key: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -230,13 +232,6 @@ def _runs(batch: pa.RecordBatch) -> Iterator[tuple[str, int, pa.Array]]:
         if i == len(files) or files[i] != files[start] or blocks[i] != blocks[start]:
             yield files[start], int(blocks[start]), batch.column(0).slice(start, i - start)
             start = i
-
-
-def _rng(seed: int | None, key: Sequence[object]) -> RandomSource:
-    if seed is None:
-        return system_source()
-    digest = hashlib.sha256(json.dumps([seed, *key]).encode()).digest()
-    return seeded_source(int.from_bytes(digest[:16], "big"))
 
 
 class _Blocks:
@@ -552,13 +547,12 @@ def _load(row: Any) -> _Block:
     return block
 
 
-def _truncated(limit: int | None, seed: int | None, index: int, blocks: Iterable[_Block]) -> Any:
-    """Each record cut to `limit` uniformly random items (record-local), on the executor."""
-    for k, block in enumerate(blocks):
-        if limit is not None:
-            rng = _rng(seed, [index, k])
-            block = _Block(truncate(block.records, limit, rng), block.first_seen)
-        yield block
+def _truncated(limit: int, key: bytes, blocks: Iterable[_Block]) -> Any:
+    """Each record cut to `limit` uniformly random items (record-local), on the executor. The
+    sample is a function of the record and the run's secret key only (readers.records.truncate):
+    the local engine keeps the same items, and a recomputed or retried partition too."""
+    for block in blocks:
+        yield _Block(truncate(block.records, limit, key), block.first_seen)
 
 
 # --- counting (runs on the executors) ---------------------------------------------------------
@@ -989,9 +983,8 @@ class SparkCounts(TopDown):
                 )
             blocks = blobs.rdd.map(_load)
         if inp.max_record_items is not None:
-            blocks = blocks.mapPartitionsWithIndex(
-                functools.partial(_truncated, inp.max_record_items, inp.seed)
-            )
+            key = inp.truncation_key or truncation_key(seed=inp.seed)
+            blocks = blocks.mapPartitions(functools.partial(_truncated, inp.max_record_items, key))
         blocks.persist(StorageLevel.MEMORY_AND_DISK)
         blocks.localCheckpoint()  # a lost block fails the run: it is never truncated twice
         return blocks
@@ -1259,6 +1252,7 @@ class _SparkEngine:
                 inp.universe,
                 inp.max_record_items,
                 inp.seed,
+                truncation_key(seed=inp.seed),  # once, here on the driver
             ),
             min(sizes),
             master=spec.master,

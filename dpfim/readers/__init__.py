@@ -27,6 +27,7 @@ from dpfim.readers.records import (
     from_transactions,
     restrict,
     truncate,
+    truncation_key,
 )
 from dpfim.readers.source import (
     COMPRESSIONS,
@@ -38,7 +39,7 @@ from dpfim.readers.source import (
     resolve_compression,
     split_lines,
 )
-from dpfim.samplers.rng import RandomSource, system_source
+from dpfim.samplers.rng import RandomSource
 
 __all__ = [
     "BASKET_NOTE",
@@ -148,12 +149,15 @@ def read_records(
     max_record_items: int | None = None,
     universe: Sequence[str] | None = None,
     rng: RandomSource | None = None,
+    key: bytes | None = None,
     progress: bool = False,
     stdin: BinaryIO | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> Records:
     """Read a transaction file (or "-" for stdin) into Records.
 
+    rng, key: the --max-record-items sample's secret key (readers.records.truncation_key), or a
+    source to draw one from (default: the OS CSPRNG).
     warn: receives curator-only warnings (not private), e.g. that a basket file looks like long
     format.
     """
@@ -213,7 +217,7 @@ def read_records(
                 "--item-col, or --format basket to silence this"
             )
     if max_record_items is not None:
-        records = truncate(records, max_record_items, rng or system_source())
+        records = truncate(records, max_record_items, key or truncation_key(rng=rng))
     return records
 
 

@@ -8,6 +8,8 @@ which changes no count and no selection probability: ties are broken uniformly a
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -203,20 +205,52 @@ def restrict(records: Records, universe: Sequence[str]) -> Records:
     return builder.build()
 
 
-def truncate(records: Records, limit: int, rng: RandomSource) -> Records:
-    """Keep a uniformly random `limit` items of each longer record (record-local, SPEC §3)."""
+KEY_BYTES = 32
+
+
+def truncation_key(seed: int | None = None, rng: RandomSource | None = None) -> bytes:
+    """The secret key of one run's --max-record-items sample (see `truncate`): 256 bits from
+    the OS CSPRNG, or (not private) derived from a --seed, or drawn from a seeded source. Drawn
+    once per run on the machine that plans the run (the Spark driver ships it to the executors),
+    never released, never written anywhere."""
+    if seed is not None:
+        return hashlib.sha256(f"dpfim truncation key {seed}".encode()).digest()
+    if rng is not None:
+        return rng.randbelow(1 << (8 * KEY_BYTES)).to_bytes(KEY_BYTES, "big")
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def truncate(records: Records, limit: int, key: bytes | RandomSource) -> Records:
+    """Keep `limit` items of each longer record, a uniformly random subset (record-local, SPEC §3).
+
+    The subset is a function of the record alone and of a secret per-run key: the `limit` items
+    whose keyed BLAKE2b digest (key, the record's item set, the item) is smallest. For a random
+    key the digests of one record's distinct items are independent and uniform, so the kept set
+    is a uniformly random `limit`-subset, independent between records with different item sets
+    (identical records keep the same items). Because it depends on nothing but the record and
+    the key, every engine, every part of a Spark job and every retried task keeps the same items
+    of the same record, and a seeded run truncates the same way on every engine. Privacy: the
+    key is drawn independently of the data and never released; neighbouring inputs still differ
+    in one (truncated) record for every key, so the mechanisms' guarantees hold for each key and
+    hence for the mixture (docs/privacy.md, "Record-length cap").
+    """
     lengths = np.diff(records.indptr)
     if not (lengths > limit).any():
         return records
+    secret = key if isinstance(key, bytes) else truncation_key(rng=key)
     keep = np.ones(len(records.indices), dtype=bool)
     for row in np.flatnonzero(lengths > limit).tolist():
-        start, k = int(records.indptr[row]), int(lengths[row])
-        order = list(range(k))
-        for i in range(limit):  # partial Fisher-Yates: a uniform subset of size `limit`
-            j = i + rng.randbelow(k - i)
-            order[i], order[j] = order[j], order[i]
-        dropped = np.array(order[limit:], dtype=np.int64) + start
-        keep[dropped] = False
+        start, stop = int(records.indptr[row]), int(records.indptr[row + 1])
+        names = [records.items[int(i)].encode() for i in records.indices[start:stop]]
+        record = hashlib.blake2b(b"\x00".join(sorted(names)), key=secret).digest()
+        rank = sorted(
+            range(len(names)),
+            key=lambda j: (
+                hashlib.blake2b(names[j], key=secret, salt=record[:16]).digest(),
+                names[j],
+            ),
+        )
+        keep[np.asarray(rank[limit:], dtype=np.int64) + start] = False
     kept_lengths = np.minimum(lengths, limit)
     indptr = np.concatenate(([0], np.cumsum(kept_lengths))).astype(np.int64)
     return Records(records.items, indptr, records.indices[keep])
