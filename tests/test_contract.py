@@ -279,3 +279,20 @@ def test_n_and_usable_are_the_records(opened: Opened) -> None:
     assert opened.longest_record is not None
     assert opened.longest_record() == max(len(r) for r in recs)
     assert np.all(np.diff(opened.counts.counts) <= 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", [e for e in engines.NAMES if e != "local"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_record_length_cap_keeps_the_same_items_on_every_engine(
+    engine: str, fmt: str, inputs: dict[str, list[str]]
+) -> None:
+    """--max-record-items 3 truncates most of these records: the sample depends on the record
+    and the run's key only, so a seeded run gives the local engine's result on every engine."""
+    args = ["mine", *inputs[fmt], "--eps", EPS, "--delta", "1e-6", "--seed", "11", "--compact"]
+    args += ["--max-record-items", "3", "--top", "5", "--supports", "-q"]
+    code, out, err = run([*args, *_engine_args(engine)])
+    want_code, want_out, _ = _local(args)
+    assert code == want_code == 0, err
+    assert _normalised(out) == _normalised(want_out)
+    assert json.loads(out)["params"]["max_record_items"] == 3
