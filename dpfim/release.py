@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -33,15 +33,21 @@ from dpfim.ledger import amount
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
 from dpfim.mechanisms.registry import Public, Spec
+from dpfim.request import DEFAULT_SUPPORT_SHARE, MAX_TOP, Options, shares
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
 from dpfim.views import DeclaredUniverse, Without, ids_of
 
-if TYPE_CHECKING:
-    from dpfim.request import Options
-
-MAX_TOP = 1000
-DEFAULT_SUPPORT_SHARE = Fraction(1, 4)
+__all__ = [  # the selection's request-level constants are re-exported for the release's users
+    "DEFAULT_SUPPORT_SHARE",
+    "MAX_TOP",
+    "DeclaredUniverse",
+    "Pick",
+    "Release",
+    "peel",
+    "release",
+    "shares",
+]
 
 
 @dataclass(frozen=True)
@@ -58,16 +64,6 @@ class Pick:
 
 # name_zero(view, rng) -> the ids of a uniformly random zero-count itemset not yet released
 ZeroNamer = Callable[[Without, RandomSource], tuple[int, ...]]
-
-# (the DeclaredUniverse of views.py is re-exported here for the release's callers)
-__all__ = ["DeclaredUniverse", "Pick", "Release", "peel", "release"]
-
-
-def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fraction]:
-    """(eps for the selection, eps for the supports): exact; they sum to eps."""
-    if not supports:
-        return eps, Fraction(0)
-    return eps * (1 - share), eps * share
 
 
 def peel(

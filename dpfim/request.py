@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from dpfim import release
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -33,6 +32,17 @@ DEFAULT_CANDIDATES = 10
 NEIGHBOURS = ("replace", "add-remove")
 
 
+MAX_TOP = 1000
+DEFAULT_SUPPORT_SHARE = Fraction(1, 4)
+
+
+def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fraction]:
+    """(eps for the selection, eps for the supports): exact; they sum to eps."""
+    if not supports:
+        return eps, Fraction(0)
+    return eps * (1 - share), eps * share
+
+
 @dataclass(frozen=True)
 class Options:
     """Validated public parameters of one run."""
@@ -47,7 +57,7 @@ class Options:
     top: int = 1
     sizes: tuple[int, ...] = ()  # several sizes ranked together (--sizes); () means (size,)
     supports: bool = False
-    support_share: Fraction = release.DEFAULT_SUPPORT_SHARE
+    support_share: Fraction = DEFAULT_SUPPORT_SHARE
     # records keep at most this many items (a uniformly random subset); None: no cap (opted out)
     max_record_items: int | None = None
 
@@ -62,7 +72,7 @@ class Options:
 
     def public(self, universe_size: int | None, max_record_items: int | None) -> registry.Public:
         """The mechanism's public parameters for the selection (its share of eps)."""
-        eps_sel, _ = release.shares(self.eps, self.supports, self.support_share)
+        eps_sel, _ = shares(self.eps, self.supports, self.support_share)
         return registry.Public(
             eps_sel,
             self.delta,
@@ -118,14 +128,14 @@ def check_options(
         )
     if candidates < 1:
         raise ParameterError(f"--candidates must be at least 1, got {candidates}")
-    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= release.MAX_TOP:
-        raise ParameterError(f"--top must be an integer from 1 to {release.MAX_TOP}, got {top!r}")
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
+        raise ParameterError(f"--top must be an integer from 1 to {MAX_TOP}, got {top!r}")
     if sizes is not None and size is not None:
         raise ParameterError("give --size or --sizes, not both")
     parsed = () if sizes is None else parse_sizes(sizes)
     if support_share is not None and not supports:
         raise ParameterError("--support-share needs --supports")
-    share = release.DEFAULT_SUPPORT_SHARE
+    share = DEFAULT_SUPPORT_SHARE
     if support_share is not None:
         share = check_fraction(support_share, "--support-share")
         if not 0 < share < 1:
