@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpfim.accounting import Cost, PureDP, amount, basic
 from dpfim.counts import Counts, Key
-from dpfim.ledger import amount
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
 from dpfim.mechanisms.registry import Public, Spec
@@ -126,15 +126,17 @@ def ledger(
     k: int,
     eps_support: Fraction,
 ) -> dict[str, Any]:
-    """The composed ledger: K rounds at (eps_sel/K, delta/K) plus the supports, exact sums."""
+    """The composed ledger: K rounds at (eps_sel/K, delta/K) plus the supports (basic
+    composition in dpfim.accounting, exact rationals)."""
     round_p = p.scaled(p.eps / k, p.delta / k)
-    round_cost = spec.cost(round_p)
-    sel_eps = k * round_cost.eps
-    sel_delta = k * round_cost.delta
+    one = basic([spec.charge(round_p)])
+    selection = basic([spec.charge(round_p).times(k)])
+    sel_eps, sel_delta = selection.eps, selection.delta
+    total = basic([run_cost(spec, p, k, eps_support)])
     steps = [
         {
             "step": f"peeling: {k} rounds of {spec.name}, each on the counts without the "
-            f"itemsets already released, each ({round_cost.eps}, {round_cost.delta})-DP",
+            f"itemsets already released, each ({one.eps}, {one.delta})-DP",
             "releases": "itemsets (rank order)",
             "eps": amount(sel_eps),
             "delta": amount(sel_delta),
@@ -152,8 +154,8 @@ def ledger(
         )
     return {
         "neighbours": p.neighbours,
-        "eps": amount(sel_eps + eps_support),
-        "delta": amount(sel_delta),
+        "eps": amount(total.eps),
+        "delta": amount(total.delta),
         "composition": "basic sequential composition, exact rationals",
         "steps": steps,
         "round": spec.ledger_of(round_p),
@@ -164,6 +166,15 @@ def ledger(
             "same data compose."
         ),
     }
+
+
+def run_cost(spec: Spec, p: Public, k: int, eps_support: Fraction) -> Cost:
+    """The typed cost of one run: K rounds of the mechanism at (eps_sel/K, delta/K), then the
+    noisy supports (pure eps_support). For K = 1 without supports: the mechanism's own cost."""
+    cost = spec.charge(p.scaled(p.eps / k, p.delta / k)).times(k)
+    if eps_support > 0:
+        cost = cost.plus(Cost.of(PureDP(eps_support), p.relation))
+    return cost
 
 
 def random_zero_itemset(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dpfim import release
+from dpfim.accounting import Cost, basic
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -51,8 +52,14 @@ class Options:
 
     @property
     def spent_delta(self) -> Fraction:
-        """The delta a run actually spends: 0 for the pure-DP baselines."""
-        return Fraction(0) if registry.get(self.mechanism).pure else self.delta
+        """The delta a run spends under basic composition, from its typed cost (0 when pure)."""
+        return basic([self.cost()]).delta
+
+    def cost(self, universe_size: int | None = None, max_record_items: int | None = None) -> Cost:
+        """The typed cost the mechanism reports for this run (K rounds plus the supports)."""
+        _, eps_sup = release.shares(self.eps, self.supports, self.support_share)
+        p = self.public(universe_size, max_record_items)
+        return release.run_cost(registry.get(self.mechanism), p, self.top, eps_sup)
 
     @property
     def all_sizes(self) -> tuple[int, ...]:
