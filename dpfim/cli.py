@@ -20,6 +20,7 @@ import click
 
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
+from dpfim.accounting import ACCOUNTANTS
 from dpfim.api import (
     ENGINES,
     NEIGHBOURS,
@@ -599,6 +600,42 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
         f"head {head.text()}\n",
         None,
     )
+
+
+@ledger.command("plan")
+@click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
+@click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
+@click.option("--runs", required=True, type=int, help="How many runs the budget must last.")
+@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(registry.NAMES))
+@click.option("--delta", default=None, help="Each run's delta (mechanisms that spend one).")
+@click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
+@click.option(
+    "--accountant",
+    default="basic",
+    show_default=True,
+    type=click.Choice(ACCOUNTANTS),
+    help="basic: sums; tight: PLD / zCDP via dp-accounting (pip install 'dpfim[accounting]').",
+)
+@click.option("--top", default=1, show_default=True, type=int, help="Itemsets per run (--top K).")
+@click.option("--supports", is_flag=True, help="Each run also releases noisy supports.")
+@click.option("--support-share", default=None, help="Share of eps for the supports.")
+@click.option("-r", "--size", default=None, type=int, help="Itemset size r.")
+@click.option("--sizes", default=None, help="Several sizes ranked together (2,3 or 1-3).")
+@click.option("--candidates", default=10, show_default=True, type=int, help="limited-domain's k.")
+def ledger_plan(**opt: Any) -> None:
+    """The largest per-run eps that keeps --runs runs inside a budget, as one JSON object.
+
+    Reads no ledger and no data. `per_run_eps_exact` is an exact decimal, rounded down and
+    checked again after rounding. No feasible eps (e.g. runs x delta >= budget delta): exit 4.
+
+    \b
+    Example:
+      dpfim ledger plan --budget-eps 2 --budget-delta 1e-6 --runs 365 \\
+          --mechanism lmm --delta 1e-9 --accountant tight
+    """
+    from dpfim.plan import plan
+
+    write_text(json.dumps(plan(**opt), indent=2) + "\n", None)
 
 
 @ledger.command("head")
