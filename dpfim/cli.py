@@ -252,6 +252,13 @@ def cli() -> None:
 )
 @click.option("--note", default=None, help="A note stored with the ledger entry.")
 @click.option(
+    "--accountant",
+    default=None,
+    type=click.Choice(ACCOUNTANTS),
+    help="How spends compose [default: basic]; fixed with a data set's budget in --ledger "
+    "(tight is not yet available there: docs/privacy.md §20.3).",
+)
+@click.option(
     "-o",
     "--output",
     default=None,
@@ -292,6 +299,11 @@ def mine(input_path: str, **opt: Any) -> None:
     check_output_path(opt["output"])
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
+    if opt["accountant"] == "tight" and not opt["ledger"]:
+        raise ParameterError(
+            "mine --accountant tight (splitting --top K by tight composition) is not "
+            "implemented yet; use --accountant basic"
+        )
     ledger_hooks = _ledger_hooks(input_path, opt)
     check_not_overwriting(
         opt["output"],
@@ -323,11 +335,20 @@ def mine(input_path: str, **opt: Any) -> None:
             for warning in diag.warnings:
                 _say(f"warning ({CURATOR}): {warning}")
             _report(diag)
+        if ledger_hooks is not None and ledger_hooks.after is not None:
+            result["ledger"]["remaining"] = ledger_hooks.after.remaining_json()
         write(result, opt["output"], compact=opt["compact"])
     except DpfimError as exc:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
     if opt["quiet"]:
         return
+    if ledger_hooks is not None and ledger_hooks.after is not None:
+        left = ledger_hooks.after
+        _say(
+            f"ledger: data set {ledger_hooks.dataset!r} has eps="
+            f"{format_amount(left.remaining_eps, fixed=True)}, delta="
+            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant})"
+        )
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
@@ -372,16 +393,17 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun 
         budget_delta=None if b_delta is None else check_delta(b_delta),
         raise_budget=opt["raise_budget"],
         note=opt["note"],
+        accountant=opt["accountant"],
     )
 
 
 def _precheck(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
-    return lambda opts: run.check(opts.eps, opts.spent_delta)
+    return lambda opts: run.check(opts.cost())
 
 
 def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
     def reserve(opts: Options) -> None:
-        run.reserve(opts.eps, opts.spent_delta)
+        run.reserve(opts.cost())
         pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md
         if pause:
             time.sleep(float(pause))
@@ -679,8 +701,8 @@ def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
             raise ParameterError(f"{path}: no data set {dataset!r} (known: {known})")
         states = {dataset: states[dataset]}
     if as_json:
-        rows = {name: _state_json(st) for name, st in states.items()}
-        write_text(json.dumps(rows, indent=2) + "\n", None)
+        rows = [st.summary(name) for name, st in states.items()]
+        write_text(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n", None)
         return
     write_text("".join(_state_line(name, st) + "\n" for name, st in states.items()), None)
 
@@ -689,25 +711,18 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _state_json(st: ledger_mod.DatasetState) -> dict[str, Any]:
-    def pair(eps: Fraction | None, delta: Fraction | None) -> dict[str, str]:
-        return {"eps": format_amount(eps, plain=True), "delta": format_amount(delta, plain=True)}
-
-    return {
-        "runs": st.runs,
-        "budget": pair(st.budget_eps, st.budget_delta),
-        "spent": pair(st.spent_eps, st.spent_delta),
-        "remaining": pair(st.remaining_eps, st.remaining_delta),
-    }
-
-
 def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
-    f = format_amount
+    def f(x: Fraction | None) -> str:
+        return format_amount(x, fixed=True)
+
     line = (
         f"{name}: {_plural(st.runs, 'run', 'runs')}; spent eps={f(st.spent_eps)} "
         f"delta={f(st.spent_delta)} of eps={f(st.budget_eps)} delta={f(st.budget_delta)}; "
-        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)}"
+        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)} ({st.accountant})"
     )
+    tight = st.tight_spent()
+    if tight is not None:
+        line += f"; tight: eps={float(tight.eps):.6g} at delta={f(tight.delta)}"
     if st.over_budget:
         line += " (more was spent than the current budget: nothing remains)"
     return line
