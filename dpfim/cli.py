@@ -20,6 +20,7 @@ import click
 
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
+from dpfim.accounting import ACCOUNTANTS
 from dpfim.api import (
     ENGINES,
     NEIGHBOURS,
@@ -259,6 +260,13 @@ def cli() -> None:
 )
 @click.option("--note", default=None, help="A note stored with the ledger entry.")
 @click.option(
+    "--accountant",
+    default=None,
+    type=click.Choice(ACCOUNTANTS),
+    help="How spends compose [default: basic]; fixed with a data set's budget in --ledger "
+    "(tight is not yet available there: docs/privacy.md §20.3).",
+)
+@click.option(
     "-o",
     "--output",
     default=None,
@@ -299,6 +307,11 @@ def mine(input_path: str, **opt: Any) -> None:
     check_output_path(opt["output"])
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
+    if opt["accountant"] == "tight" and not opt["ledger"]:
+        raise ParameterError(
+            "mine --accountant tight (splitting --top K by tight composition) is not "
+            "implemented yet; use --accountant basic"
+        )
     ledger_hooks = _ledger_hooks(input_path, opt)
     check_not_overwriting(
         opt["output"],
@@ -330,6 +343,8 @@ def mine(input_path: str, **opt: Any) -> None:
             for warning in diag.warnings:
                 _say(f"warning ({CURATOR}): {warning}")
             _report(diag)
+        if ledger_hooks is not None and ledger_hooks.after is not None:
+            result["ledger"]["remaining"] = ledger_hooks.after.remaining_json()
         write(result, opt["output"], compact=opt["compact"])
     except DpfimError as exc:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
@@ -337,6 +352,13 @@ def mine(input_path: str, **opt: Any) -> None:
         return
     if result["params"]["max_record_items"] == "none":
         _say(NO_CAP_WARNING)
+    if ledger_hooks is not None and ledger_hooks.after is not None:
+        left = ledger_hooks.after
+        _say(
+            f"ledger: data set {ledger_hooks.dataset!r} has eps="
+            f"{format_amount(left.remaining_eps, fixed=True)}, delta="
+            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant})"
+        )
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
@@ -381,16 +403,17 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun 
         budget_delta=None if b_delta is None else check_delta(b_delta),
         raise_budget=opt["raise_budget"],
         note=opt["note"],
+        accountant=opt["accountant"],
     )
 
 
 def _precheck(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
-    return lambda opts: run.check(opts.eps, opts.spent_delta)
+    return lambda opts: run.check(opts.cost())
 
 
 def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
     def reserve(opts: Options) -> None:
-        run.reserve(opts.eps, opts.spent_delta)
+        run.reserve(opts.cost())
         pause = os.environ.get("DPFIM_TEST_PAUSE_AFTER_RESERVE")  # test-only, docs/ledger.md
         if pause:
             time.sleep(float(pause))
@@ -615,6 +638,42 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
     )
 
 
+@ledger.command("plan")
+@click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
+@click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
+@click.option("--runs", required=True, type=int, help="How many runs the budget must last.")
+@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(registry.NAMES))
+@click.option("--delta", default=None, help="Each run's delta (mechanisms that spend one).")
+@click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
+@click.option(
+    "--accountant",
+    default="basic",
+    show_default=True,
+    type=click.Choice(ACCOUNTANTS),
+    help="basic: sums; tight: PLD / zCDP via dp-accounting (pip install 'dpfim[accounting]').",
+)
+@click.option("--top", default=1, show_default=True, type=int, help="Itemsets per run (--top K).")
+@click.option("--supports", is_flag=True, help="Each run also releases noisy supports.")
+@click.option("--support-share", default=None, help="Share of eps for the supports.")
+@click.option("-r", "--size", default=None, type=int, help="Itemset size r.")
+@click.option("--sizes", default=None, help="Several sizes ranked together (2,3 or 1-3).")
+@click.option("--candidates", default=10, show_default=True, type=int, help="limited-domain's k.")
+def ledger_plan(**opt: Any) -> None:
+    """The largest per-run eps that keeps --runs runs inside a budget, as one JSON object.
+
+    Reads no ledger and no data. `per_run_eps_exact` is an exact decimal, rounded down and
+    checked again after rounding. No feasible eps (e.g. runs x delta >= budget delta): exit 4.
+
+    \b
+    Example:
+      dpfim ledger plan --budget-eps 2 --budget-delta 1e-6 --runs 365 \\
+          --mechanism lmm --delta 1e-9 --accountant tight
+    """
+    from dpfim.plan import plan
+
+    write_text(json.dumps(plan(**opt), indent=2) + "\n", None)
+
+
 @ledger.command("head")
 @click.argument("path")
 @click.option(
@@ -656,8 +715,8 @@ def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
             raise ParameterError(f"{path}: no data set {dataset!r} (known: {known})")
         states = {dataset: states[dataset]}
     if as_json:
-        rows = {name: _state_json(st) for name, st in states.items()}
-        write_text(json.dumps(rows, indent=2) + "\n", None)
+        rows = [st.summary(name) for name, st in states.items()]
+        write_text(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n", None)
         return
     write_text("".join(_state_line(name, st) + "\n" for name, st in states.items()), None)
 
@@ -666,25 +725,18 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _state_json(st: ledger_mod.DatasetState) -> dict[str, Any]:
-    def pair(eps: Fraction | None, delta: Fraction | None) -> dict[str, str]:
-        return {"eps": format_amount(eps, plain=True), "delta": format_amount(delta, plain=True)}
-
-    return {
-        "runs": st.runs,
-        "budget": pair(st.budget_eps, st.budget_delta),
-        "spent": pair(st.spent_eps, st.spent_delta),
-        "remaining": pair(st.remaining_eps, st.remaining_delta),
-    }
-
-
 def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
-    f = format_amount
+    def f(x: Fraction | None) -> str:
+        return format_amount(x, fixed=True)
+
     line = (
         f"{name}: {_plural(st.runs, 'run', 'runs')}; spent eps={f(st.spent_eps)} "
         f"delta={f(st.spent_delta)} of eps={f(st.budget_eps)} delta={f(st.budget_delta)}; "
-        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)}"
+        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)} ({st.accountant})"
     )
+    tight = st.tight_spent()
+    if tight is not None:
+        line += f"; tight: eps={float(tight.eps):.6g} at delta={f(tight.delta)}"
     if st.over_budget:
         line += " (more was spent than the current budget: nothing remains)"
     return line

@@ -9,11 +9,13 @@ import fcntl
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpfim import accounting
+from dpfim.accounting import ApproxDP, Cost, Neighbours
 from dpfim.errors import (
     BudgetError,
     DpfimError,
@@ -21,67 +23,18 @@ from dpfim.errors import (
     LedgerError,
     ParameterError,
 )
-from dpfim.mechanisms.thresholds import Split
-from dpfim.params import format_amount, fraction_to_float
-
-
-def amount(x: Fraction) -> dict[str, Any]:
-    """A privacy amount as a JSON number and as the exact rational it is."""
-    return {"value": fraction_to_float(x), "exact": str(x)}
-
-
-def margin_ledger(split: Split, neighbours: str, *, with_max: bool) -> dict[str, Any]:
-    """The ledger of lmm (with_max) or lmm-gap: per-step epsilons and where delta comes from."""
-    steps: list[dict[str, Any]] = []
-    if with_max:
-        steps.append(
-            {
-                "step": "noisy max M = c(1) + DLap(1/alpha_m)",
-                "releases": "noisy_max",
-                "eps": amount(split.alpha_m),
-                "delta": amount(Fraction(0)),
-            }
-        )
-    steps.append(
-        {
-            "step": "margin search (sparse vector, G ~ DLap(2/alpha_s), Z_l ~ DLap(4/alpha_s))",
-            "releases": "ell",
-            "eps": amount(split.alpha_s),
-            "delta": amount(Fraction(0)),
-        }
-    )
-    steps.append(
-        {
-            "step": "restricted exponential mechanism over the top ell",
-            "releases": "itemset",
-            "eps": amount(split.alpha_a),
-            "delta": "see delta_sources: e^alpha_a multiplicative only when the margin holds",
-        }
-    )
-    sources = {}
-    if with_max:
-        sources["max_certification_failure"] = amount(split.delta_m)
-    sources["search_certification_failure"] = amount(split.delta_s)
-    sources["selection_leak"] = amount(split.delta_leak)
-    return {
-        "neighbours": neighbours,
-        "eps": amount(split.eps),
-        "delta": amount(split.delta),
-        "steps": steps,
-        "delta_sources": sources,
-        "note": (
-            "The run as a whole is (eps, delta)-DP. The total delta is not a sum of per-step "
-            "deltas: it is the chance that the margin is certified wrongly plus what the "
-            "selection can leak (beta * e^(alpha_m + alpha_s)). Each run spends (eps, delta); "
-            "repeated runs on the same data compose."
-        ),
-    }
-
+from dpfim.params import format_amount
 
 # --- the persistent ledger (docs/ledger.md) -------------------------------------------------
 
 GENESIS = "0" * 64
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2  # the lines written now: a spend carries its typed cost and relation
+READ_VERSIONS = (1, 2)  # v1 spends are read as one generic (eps, delta) pair
+HEAD_VERSION = 1
+TIGHT_PENDING = (
+    "--accountant tight is not yet available for the persistent ledger: its adaptivity rule "
+    "(docs/privacy.md §20.3) awaits an independent review; use --accountant basic"
+)
 HEAD_SUFFIX = ".head"
 
 
@@ -93,13 +46,33 @@ class LedgerWriteError(LedgerError):
 
 @dataclass
 class DatasetState:
-    """What the ledger says about one data set name."""
+    """What the ledger says about one data set name: its budget, accountant, relation and the
+    typed costs of its runs. Totals come from dpfim.accounting, never from sums here."""
 
     budget_eps: Fraction | None = None
     budget_delta: Fraction | None = None
-    spent_eps: Fraction = Fraction(0)
-    spent_delta: Fraction = Fraction(0)
-    runs: int = 0
+    accountant: str = "basic"
+    neighbours: Neighbours | None = None
+    costs: list[Cost] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return len(self.costs)
+
+    def spent(self, accountant: str = "basic") -> accounting.Total:
+        """The spend under an accountant; tight: eps at the budget's delta."""
+        if accountant == "basic" or not self.costs:
+            return accounting.basic(self.costs)
+        assert self.budget_delta is not None
+        return accounting.compose(self.costs, accountant, delta=self.budget_delta)
+
+    @property
+    def spent_eps(self) -> Fraction:
+        return self.spent().eps
+
+    @property
+    def spent_delta(self) -> Fraction:
+        return self.spent().delta
 
     @property
     def remaining_eps(self) -> Fraction | None:
@@ -120,6 +93,53 @@ class DatasetState:
         return (self.budget_eps is not None and self.spent_eps > self.budget_eps) or (
             self.budget_delta is not None and self.spent_delta > self.budget_delta
         )
+
+    def tight_spent(self) -> accounting.Total | None:
+        """The spend under the tight accountant at the budget's delta (information: None when
+        dp-accounting is not installed or no bound reaches that delta)."""
+        if not self.costs or self.budget_delta is None:
+            return None
+        try:
+            return self.spent("tight")
+        except ParameterError:
+            return None
+
+    def summary(self, name: str) -> dict[str, Any]:
+        """`ledger show --json` for one data set: numbers as JSON numbers."""
+
+        def pair(eps: Fraction | None, delta: Fraction | None) -> dict[str, float | None]:
+            return {
+                "eps": None if eps is None else float(eps),
+                "delta": None if delta is None else float(delta),
+            }
+
+        basic, tight = self.spent(), self.tight_spent()
+        return {
+            "dataset": name,
+            "runs": self.runs,
+            "accountant": self.accountant,
+            "budget": pair(self.budget_eps, self.budget_delta),
+            "spent": {
+                "basic": pair(basic.eps, basic.delta),
+                "tight": None if tight is None else pair(tight.eps, tight.delta),
+            },
+            "remaining": pair(self.remaining_eps, self.remaining_delta),
+        }
+
+    def remaining_json(self) -> dict[str, Any]:
+        """The remaining budget for a result's ledger: public (a function of public
+        parameters: the budget and the costs of earlier runs)."""
+        assert self.remaining_eps is not None and self.remaining_delta is not None
+        return {
+            "accountant": self.accountant,
+            "eps": accounting.amount(self.remaining_eps),
+            "delta": accounting.amount(self.remaining_delta),
+        }
+
+    def add(self, cost: Cost) -> None:
+        self.costs.append(cost)
+        if self.neighbours is None:
+            self.neighbours = cost.neighbours
 
 
 @dataclass(frozen=True)
@@ -170,7 +190,7 @@ def recognise(path: str) -> str | None:
         obj = json.loads(first)
     except (ValueError, UnicodeDecodeError):
         obj = None
-    if isinstance(obj, dict) and set(obj) == {"v", "seq", "sha256"} and obj["v"] == LEDGER_VERSION:
+    if isinstance(obj, dict) and set(obj) == {"v", "seq", "sha256"} and obj["v"] == HEAD_VERSION:
         return "a dpfim ledger's head file"
     for name in (path, target):
         if name.endswith(HEAD_SUFFIX) and recognise(name[: -len(HEAD_SUFFIX)]):
@@ -191,7 +211,9 @@ def refuse_ledger(path: str | None, flag: str) -> None:
 def parse(content: bytes, name: str) -> list[dict[str, Any]]:
     """Check the hash chain and every line; raise LedgerError naming the first bad line.
 
-    Each entry gets "_hash" (the SHA-256 of its line), "_eps" and "_delta" (exact).
+    Each entry gets "_hash" (the SHA-256 of its line), "_eps" and "_delta" (exact), and a
+    spend "_cost" (v2: its typed cost and relation; v1: one generic (eps, delta) pair whose
+    relation "_relation" is None, i.e. not recorded).
     """
     entries: list[dict[str, Any]] = []
     if not content:
@@ -207,8 +229,10 @@ def parse(content: bytes, name: str) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise LedgerError(f"{name}:{number}: not a JSON ledger line") from None
-        if not isinstance(entry, dict) or entry.get("v") != LEDGER_VERSION:
-            raise LedgerError(f"{name}:{number}: not a dpfim ledger line (v {LEDGER_VERSION})")
+        if not isinstance(entry, dict) or entry.get("v") not in READ_VERSIONS:
+            raise LedgerError(
+                f"{name}:{number}: not a dpfim ledger line (v {LEDGER_VERSION} or older)"
+            )
         if entry.get("seq") != number:
             raise LedgerError(
                 f"{name}:{number}: sequence number {entry.get('seq')!r}, expected {number}"
@@ -223,8 +247,19 @@ def parse(content: bytes, name: str) -> list[dict[str, Any]]:
         try:
             entry["_eps"] = Fraction(entry["eps"])
             entry["_delta"] = Fraction(entry["delta"])
+            entry["_relation"] = None
+            if kind == "spend" and entry["v"] >= 2:
+                entry["_cost"] = Cost.from_json(entry["neighbours"], entry["cost"])
+                entry["_relation"] = entry["_cost"].neighbours
+                total = accounting.basic([entry["_cost"]])
+                if (total.eps, total.delta) != (entry["_eps"], entry["_delta"]):
+                    raise ValueError("eps/delta differ from the cost")
+            elif kind == "spend":
+                entry["_cost"] = Cost.of(ApproxDP(entry["_eps"], entry["_delta"]), "replace")
+            if kind == "budget" and entry.get("accountant", "basic") not in accounting.ACCOUNTANTS:
+                raise ValueError("unknown accountant")
         except (KeyError, ValueError, TypeError, ZeroDivisionError):
-            raise LedgerError(f"{name}:{number}: bad eps/delta amount") from None
+            raise LedgerError(f"{name}:{number}: bad eps/delta amount or cost") from None
         prev = entry["_hash"] = _line_hash(line)
         entries.append(entry)
     return entries
@@ -284,7 +319,7 @@ def _write_head(path: str, head: Head, mode: int) -> None:
     """Atomically replace the head file (temp file, fsync, rename, fsync the directory)."""
     hpath = head_path(path)
     tmp = f"{hpath}.{os.getpid()}.tmp"
-    data = json.dumps({"v": LEDGER_VERSION, "seq": head.seq, "sha256": head.sha256}).encode()
+    data = json.dumps({"v": HEAD_VERSION, "seq": head.seq, "sha256": head.sha256}).encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         try:
@@ -312,16 +347,29 @@ def _write_fully(fd: int, data: bytes) -> None:
 
 
 def state(entries: list[dict[str, Any]]) -> dict[str, DatasetState]:
-    """Budgets and basic-composition totals per data set name, in exact arithmetic."""
+    """Budgets, accountants and the typed costs of the runs, per data set name.
+
+    A v1 spend has no recorded relation: it takes the relation of the data set's v2 spends
+    (replace when there are none), which changes nothing under basic composition.
+    """
     out: dict[str, DatasetState] = {}
+    pending: dict[str, list[Cost]] = {}
     for entry in entries:
         st = out.setdefault(entry["dataset"], DatasetState())
         if entry["kind"] == "spend":
-            st.spent_eps += entry["_eps"]
-            st.spent_delta += entry["_delta"]
-            st.runs += 1
+            if entry["_relation"] is None:
+                pending.setdefault(entry["dataset"], []).append(entry["_cost"])
+            else:
+                st.add(entry["_cost"])
         else:
             st.budget_eps, st.budget_delta = entry["_eps"], entry["_delta"]
+            if entry["kind"] == "budget":
+                st.accountant = entry.get("accountant", "basic")
+    for name, old in pending.items():
+        st = out[name]
+        relation = st.neighbours or Neighbours.REPLACE
+        st.costs = [Cost(relation, c.parts) for c in old] + st.costs
+        st.neighbours = relation
     return out
 
 
@@ -391,14 +439,22 @@ class Spend:
 
     path: str
     dataset: str
-    eps: Fraction
-    delta: Fraction
+    cost: Cost
     mechanism: str
     command: list[str]
     budget_eps: Fraction | None = None
     budget_delta: Fraction | None = None
     raise_budget: bool = False
     note: str | None = None
+    accountant: str | None = None  # None: the data set's (basic for a new one)
+
+    @property
+    def eps(self) -> Fraction:
+        return accounting.basic([self.cost]).eps
+
+    @property
+    def delta(self) -> Fraction:
+        return accounting.basic([self.cost]).delta
 
 
 def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, list[Any]]:
@@ -409,6 +465,19 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
     st = state(entries).get(spend.dataset, DatasetState())
     new_lines: list[tuple[str, Fraction, Fraction]] = []
     b_eps, b_delta = spend.budget_eps, spend.budget_delta
+    if spend.accountant == "tight":
+        raise ParameterError(TIGHT_PENDING)
+    if spend.accountant not in (None, st.accountant) and st.budget_eps is not None:
+        raise ParameterError(
+            f"data set {spend.dataset!r} uses --accountant {st.accountant} in {spend.path}: "
+            "it is fixed when the data set's budget is created"
+        )
+    if st.neighbours is not None and spend.cost.neighbours != st.neighbours:
+        raise ParameterError(
+            f"data set {spend.dataset!r} is accounted under {st.neighbours} neighbours in "
+            f"{spend.path}: a run under {spend.cost.neighbours} neighbours does not compose "
+            "with it (docs/privacy.md §20.2)"
+        )
     if st.budget_eps is None:
         if b_eps is None or b_delta is None:
             raise ParameterError(
@@ -416,6 +485,7 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
                 "--budget-eps and --budget-delta on its first run"
             )
         new_lines.append(("budget", b_eps, b_delta))
+        st.accountant = spend.accountant or "basic"
     elif (
         b_eps is not None
         and b_delta is not None
@@ -440,7 +510,7 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
     if new_lines:
         st.budget_eps, st.budget_delta = new_lines[-1][1], new_lines[-1][2]
     assert st.budget_eps is not None and st.budget_delta is not None
-    if st.spent_eps + spend.eps > st.budget_eps or st.spent_delta + spend.delta > st.budget_delta:
+    if not accounting.fits([*st.costs, spend.cost], st.accountant, st.budget_eps, st.budget_delta):
         raise BudgetError(
             f"budget exhausted for data set {spend.dataset!r}: requested "
             f"eps={format_amount(spend.eps)}, delta={format_amount(spend.delta)}; spent "
@@ -527,7 +597,11 @@ def reserve(spend: Spend) -> DatasetState:
                 "delta": str(delta),
             }
             if kind == "spend":
+                entry["neighbours"] = str(spend.cost.neighbours)
+                entry["cost"] = spend.cost.to_json()
                 entry["mechanism"] = spend.mechanism
+            if kind == "budget":
+                entry["accountant"] = spend.accountant or "basic"
             entry["command"] = spend.command
             entry["dpfim_version"] = _version()
             entry["note"] = spend.note
@@ -552,9 +626,7 @@ def reserve(spend: Spend) -> DatasetState:
                 f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); the "
                 "spend is recorded, nothing was released"
             ) from None
-        st.spent_eps += spend.eps
-        st.spent_delta += spend.delta
-        st.runs += 1
+        st.add(spend.cost)
         return st
 
 
@@ -571,15 +643,17 @@ class LedgerRun:
     budget_delta: Fraction | None = None
     raise_budget: bool = False
     note: str | None = None
+    accountant: str | None = None
     reserved: str = "no"  # "no", "pending" (being written), "yes"
     spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+    after: DatasetState | None = None  # the data set's state after the reservation
 
-    def spend(self, eps: Fraction, delta: Fraction) -> Spend:
+    def spend(self, cost: Cost) -> Spend:
         return Spend(
             path=self.path,
             dataset=self.dataset,
-            eps=eps,
-            delta=delta,
+            cost=cost,
+            accountant=self.accountant,
             mechanism=self.mechanism,
             command=self.command,
             budget_eps=self.budget_eps,
@@ -588,19 +662,20 @@ class LedgerRun:
             note=self.note,
         )
 
-    def check(self, eps: Fraction, delta: Fraction) -> None:
-        check(self.spend(eps, delta))
+    def check(self, cost: Cost) -> None:
+        check(self.spend(cost))
 
-    def reserve(self, eps: Fraction, delta: Fraction) -> None:
+    def reserve(self, cost: Cost) -> None:
         self.reserved = "pending"  # an interrupt now may come before or after the append
+        spend = self.spend(cost)
         try:
-            reserve(self.spend(eps, delta))
+            self.after = reserve(spend)
         except Interrupted:
             raise
         except DpfimError:
             self.reserved = "no"  # refused or not writable: nothing was recorded
             raise
-        self.reserved, self.spent = "yes", (eps, delta)
+        self.reserved, self.spent = "yes", (spend.eps, spend.delta)
 
     def annotate(self, exc: DpfimError) -> DpfimError:
         """The same error, saying whether the spend stays counted in the ledger."""

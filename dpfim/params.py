@@ -41,11 +41,12 @@ def _check_ratio(text: str, name: str, value: object) -> Fraction:
     return Fraction(int(num), int(den))
 
 
-def format_amount(x: Fraction | None, *, plain: bool = False) -> str:
+def format_amount(x: Fraction | None, *, plain: bool = False, fixed: bool = False) -> str:
     """A privacy amount for people: an exact decimal when there is one ("1.59", "1e-7"),
     otherwise a rounded decimal with the exact ratio ("0.333333 (exactly 1/3)").
 
-    plain: the exact ratio alone ("1/3") instead of both, for JSON. check_fraction accepts
+    plain: the exact ratio alone ("1/3") instead of both, for JSON. fixed: decimals in fixed
+    point ("0.000001", as docs/ledger.md shows them), never "1e-6". check_fraction accepts
     every form back exactly.
     """
     if x is None:
@@ -64,7 +65,7 @@ def format_amount(x: Fraction | None, *, plain: bool = False) -> str:
         dec = (Decimal(x.numerator) / Decimal(den)).normalize()
     if dec == 0:
         return "0"
-    return format(dec, "e") if dec.adjusted() < -4 else format(dec, "f")
+    return format(dec, "e") if dec.adjusted() < -4 and not fixed else format(dec, "f")
 
 
 def check_sep(sep: str) -> str:

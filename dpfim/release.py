@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from dpfim.accounting import amount, basic
 from dpfim.counts import Counts, Key
-from dpfim.ledger import amount
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
 from dpfim.mechanisms.registry import Public, Spec
-from dpfim.request import DEFAULT_SUPPORT_SHARE, MAX_TOP, Options, shares
+from dpfim.request import DEFAULT_SUPPORT_SHARE, MAX_TOP, Options, run_cost, shares
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
 from dpfim.views import DeclaredUniverse, Without, ids_of
@@ -46,6 +46,7 @@ __all__ = [  # the selection's request-level constants are re-exported for the r
     "Release",
     "peel",
     "release",
+    "run_cost",
     "shares",
 ]
 
@@ -122,15 +123,17 @@ def ledger(
     k: int,
     eps_support: Fraction,
 ) -> dict[str, Any]:
-    """The composed ledger: K rounds at (eps_sel/K, delta/K) plus the supports, exact sums."""
+    """The composed ledger: K rounds at (eps_sel/K, delta/K) plus the supports (basic
+    composition in dpfim.accounting, exact rationals)."""
     round_p = p.scaled(p.eps / k, p.delta / k)
-    round_cost = spec.cost(round_p)
-    sel_eps = k * round_cost.eps
-    sel_delta = k * round_cost.delta
+    one = basic([spec.charge(round_p)])
+    selection = basic([spec.charge(round_p).times(k)])
+    sel_eps, sel_delta = selection.eps, selection.delta
+    total = basic([run_cost(spec, p, k, eps_support)])
     steps = [
         {
             "step": f"peeling: {k} rounds of {spec.name}, each on the counts without the "
-            f"itemsets already released, each ({round_cost.eps}, {round_cost.delta})-DP",
+            f"itemsets already released, each ({one.eps}, {one.delta})-DP",
             "releases": "itemsets (rank order)",
             "eps": amount(sel_eps),
             "delta": amount(sel_delta),
@@ -148,8 +151,8 @@ def ledger(
         )
     return {
         "neighbours": p.neighbours,
-        "eps": amount(sel_eps + eps_support),
-        "delta": amount(sel_delta),
+        "eps": amount(total.eps),
+        "delta": amount(total.delta),
         "composition": "basic sequential composition, exact rationals",
         "steps": steps,
         "round": spec.ledger_of(round_p),

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from dpfim.accounting import Cost, PureDP, basic
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -43,6 +44,15 @@ def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fr
     return eps * (1 - share), eps * share
 
 
+def run_cost(spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction) -> Cost:
+    """The typed cost of one run: K rounds of the mechanism at (eps_sel/K, delta/K), then the
+    noisy supports (pure eps_support). For K = 1 without supports: the mechanism's own cost."""
+    cost = spec.charge(p.scaled(p.eps / k, p.delta / k)).times(k)
+    if eps_support > 0:
+        cost = cost.plus(Cost.of(PureDP(eps_support), p.relation))
+    return cost
+
+
 @dataclass(frozen=True)
 class Options:
     """Validated public parameters of one run."""
@@ -63,8 +73,14 @@ class Options:
 
     @property
     def spent_delta(self) -> Fraction:
-        """The delta a run actually spends: 0 for the pure-DP baselines."""
-        return Fraction(0) if registry.get(self.mechanism).pure else self.delta
+        """The delta a run spends under basic composition, from its typed cost (0 when pure)."""
+        return basic([self.cost()]).delta
+
+    def cost(self, universe_size: int | None = None, max_record_items: int | None = None) -> Cost:
+        """The typed cost the mechanism reports for this run (K rounds plus the supports)."""
+        _, eps_sup = shares(self.eps, self.supports, self.support_share)
+        p = self.public(universe_size, max_record_items)
+        return run_cost(registry.get(self.mechanism), p, self.top, eps_sup)
 
     @property
     def all_sizes(self) -> tuple[int, ...]:

@@ -20,6 +20,7 @@ from cli_run import run
 import dpfim.api
 import dpfim.readers
 from dpfim import ledger
+from dpfim.accounting import ApproxDP, Cost
 from dpfim.errors import BudgetError, LedgerError, ParameterError
 
 
@@ -30,12 +31,15 @@ def data(tmp_path: Path) -> Path:
     return path
 
 
+def _cost(eps: Fraction, delta: Fraction = Fraction(1, 10**7)) -> Cost:
+    return Cost.of(ApproxDP(eps, delta), "replace")
+
+
 def spend(path: Path, eps: str = "0.1", **kw: Any) -> ledger.DatasetState:
     fields: dict[str, Any] = {
         "path": str(path),
         "dataset": "orders",
-        "eps": Fraction(eps),
-        "delta": Fraction(1, 10**7),
+        "cost": _cost(Fraction(eps)),
         "mechanism": "lmm",
         "command": ["dpfim", "mine"],
         "budget_eps": Fraction(1),
@@ -82,6 +86,8 @@ def test_lines_hold_no_data_derived_values(tmp_path: Path) -> None:
         "kind",
         "eps",
         "delta",
+        "neighbours",
+        "cost",
         "mechanism",
         "command",
         "dpfim_version",
@@ -166,7 +172,10 @@ def test_cli_spends_and_refuses_with_exit_4(tmp_path: Path, data: Path) -> None:
     assert "requested eps=0.6" in err and "spent eps=0.6" in err and "remaining eps=0.4" in err
     code, out, _ = run(["ledger", "show", str(path), "--json"])
     assert code == 0
-    assert json.loads(out)["orders"]["spent"] == {"eps": "0.6", "delta": "1e-7"}
+    shown = json.loads(out)  # one data set: one object (issue 20 #4)
+    assert shown["dataset"] == "orders" and shown["accountant"] == "basic"
+    assert shown["spent"]["basic"] == {"eps": 0.6, "delta": 1e-7}
+    assert shown["remaining"] == {"eps": 0.4, "delta": 1e-6 - 1e-7}
 
 
 @pytest.mark.parametrize(
@@ -420,14 +429,13 @@ def test_the_pre_check_writes_nothing(tmp_path: Path) -> None:
     fields: dict[str, Any] = {
         "path": str(path),
         "dataset": "orders",
-        "eps": Fraction(1, 2),
-        "delta": Fraction(1, 10**7),
+        "cost": _cost(Fraction(1, 2)),
         "mechanism": "lmm",
         "command": ["dpfim"],
     }
     ledger.check(ledger.Spend(**fields))  # fits exactly: no error
     with pytest.raises(BudgetError):
-        ledger.check(ledger.Spend(**{**fields, "eps": Fraction(6, 10)}))
+        ledger.check(ledger.Spend(**{**fields, "cost": _cost(Fraction(6, 10))}))
     assert sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir()) == before
 
 

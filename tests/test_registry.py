@@ -10,9 +10,9 @@ import pytest
 from cli_run import run
 
 from dpfim import api
+from dpfim.accounting import ApproxDP, BoundedRange, PureDP, approx
 from dpfim.mechanisms import baselines, registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.mechanisms.baselines import Cost
 from dpfim.mechanisms.thresholds import gap_split, paper_split, threshold
 from dpfim.samplers.rng import RandomSource
 
@@ -45,12 +45,34 @@ def test_each_cost_is_exactly_the_declared_budget(name: str, eps: str, delta: st
     p = registry.Public(
         Fraction(eps), Fraction(delta), (2,), neighbours, max_record_items=4, universe_size=10
     )
-    cost = spec.cost(p)
-    assert cost.eps == p.eps
-    assert cost.delta == (0 if spec.pure else p.delta)
+    eps, delta = approx(spec.cost(p))
+    assert eps == p.eps
+    assert delta == (0 if spec.pure else p.delta)
+    assert spec.spent(p) == (eps, delta)
     ledger = spec.ledger_of(p)
     assert ledger["eps"]["exact"] == str(p.eps)
-    assert ledger["delta"]["exact"] == str(cost.delta)
+    assert ledger["delta"]["exact"] == str(delta)
+
+
+def test_each_cost_says_what_the_mechanism_really_is() -> None:
+    """Issue 20 #1: em is bounded range; the noisy-max pair is pure only (not bounded range:
+    privacy-loss ranges of 1.13 eps and 1.80 eps exist); the rest are one generic pair for the
+    whole run (never the per-step rows)."""
+    p = registry.Public(EPS, DELTA, (2,), "add-remove", max_record_items=4, universe_size=10)
+    kinds = {n: type(registry.get(n).cost(p)) for n in registry.NAMES}
+    assert kinds == {
+        "lmm": ApproxDP,
+        "lmm-gap": ApproxDP,
+        "lmm-tight": ApproxDP,
+        "em": BoundedRange,
+        "noisy-max-laplace": PureDP,
+        "permute-and-flip": PureDP,
+        "stability": ApproxDP,
+        "choosing": ApproxDP,
+        "limited-domain": ApproxDP,
+    }
+    for n in registry.NAMES:
+        assert registry.get(n).pure == (kinds[n] is not ApproxDP)
 
 
 def test_each_none_hint_quotes_its_own_threshold() -> None:
@@ -114,7 +136,7 @@ def test_adding_a_mechanism_is_one_registry_entry(monkeypatch: pytest.MonkeyPatc
         "first",
         registry.BOTH,
         _always_first,
-        lambda p: Cost(p.eps, p.delta, (("top row", "itemset", p.eps, p.delta),), "test"),
+        lambda p: ApproxDP(p.eps, p.delta),
         lambda p: "never none",
         extra=lambda p: {"hello": 1},
     )

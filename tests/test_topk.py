@@ -305,8 +305,15 @@ def test_the_persistent_ledger_charges_the_total(tmp_path: Path) -> None:
     )
     assert code == 0, err
     code, out, _ = run(["ledger", "show", str(ledger), "--json"])
-    state = json.loads(out)[str(data)]
-    assert state["spent"] == {"eps": "1", "delta": "1e-6"}  # decimals, as the ledger prints
+    state = json.loads(out)  # one data set: one object (issue 20 #4)
+    assert state["dataset"] == str(data)
+    assert state["spent"]["basic"] == {"eps": 1.0, "delta": 1e-6}
+    line = json.loads(ledger.read_text().splitlines()[-1])
+    assert (line["eps"], line["delta"]) == ("1", "1/1000000")
+    assert line["cost"] == [  # the 5 rounds at (3/4)/5 and the supports at 1/4, typed
+        {"measure": "approx", "eps": "3/20", "delta": "1/5000000", "count": 5},
+        {"measure": "pure", "eps": "1/4", "count": 1},
+    ]
 
 
 def test_evaluate_top_k_reports_fnr_precision_rank_and_support_error(tmp_path: Path) -> None:

@@ -1,15 +1,40 @@
-"""What every mechanism shares: the view of the data it may read, and its outcome."""
+"""What every mechanism shares: the view of the data it may read, its public parameters, its
+outcome, and the `Mechanism` object each mechanism module exports (registry.py collects them).
+
+A mechanism object carries its function AND its privacy map: `cost(public)` is a typed measure
+(dpfim.accounting) with exact Fractions; composition happens in dpfim.accounting only.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+from dpfim.accounting import Cost, Measure, Neighbours, amount, approx, basic
 from dpfim.counts import RankedCounts, Unlisted
+from dpfim.params import DEFAULT_ELL_MAX
+from dpfim.samplers.rng import RandomSource
 
-__all__ = ["Outcome", "RankedCounts", "VectorCounts"]
+__all__ = [
+    "ADD_REMOVE",
+    "BOTH",
+    "Mechanism",
+    "Outcome",
+    "Public",
+    "RankedCounts",
+    "Steps",
+    "VectorCounts",
+    "steps_ledger",
+]
+
+BOTH = frozenset(Neighbours)
+ADD_REMOVE = frozenset({Neighbours.ADD_REMOVE})
 
 
 class VectorCounts:
@@ -80,3 +105,112 @@ class Outcome:
     zero_pick: bool = False
     named: tuple[int, ...] | None = None
     named_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Public:
+    """The public parameters one mechanism run may depend on.
+
+    sizes: the itemset sizes ranked together (one size for --size r); universe_size: K of a
+    declared finite universe, or None for the open universe; max_record_items: the record-length
+    bound B, or None.
+    """
+
+    eps: Fraction
+    delta: Fraction
+    sizes: tuple[int, ...] = (2,)
+    neighbours: str = "replace"
+    ell_max: int = DEFAULT_ELL_MAX
+    candidates: int = 10
+    max_record_items: int | None = None
+    universe_size: int | None = None
+
+    def scaled(self, eps: Fraction, delta: Fraction) -> Public:
+        """The same parameters with another (eps, delta): one round of a composition."""
+        return dataclasses.replace(self, eps=eps, delta=delta)
+
+    def with_universe(self, universe_size: int | None) -> Public:
+        return dataclasses.replace(self, universe_size=universe_size)
+
+    @property
+    def relation(self) -> Neighbours:
+        return Neighbours(self.neighbours)
+
+    @property
+    def growth(self) -> int:
+        """How many counted itemsets one record can hold: sum of C(B, r) (choosing's k)."""
+        if self.max_record_items is None:
+            raise ValueError("the growth bound needs max_record_items")
+        return sum(math.comb(self.max_record_items, r) for r in self.sizes)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How the result's ledger describes a run: (step, releases, eps, delta) rows and a note.
+
+    Descriptive only: the amount charged is the mechanism's `cost`, never a sum of these rows.
+    """
+
+    rows: tuple[tuple[str, str, Fraction, Fraction], ...]
+    note: str
+
+
+def steps_ledger(measure: Measure, neighbours: str, steps: Steps) -> dict[str, Any]:
+    """The result's ledger of one run: its (eps, delta) from the typed measure, then the rows."""
+    eps, delta = approx(measure)
+    return {
+        "neighbours": neighbours,
+        "eps": amount(eps),
+        "delta": amount(delta),
+        "steps": [
+            {"step": step, "releases": rel, "eps": amount(e), "delta": amount(d)}
+            for step, rel, e, d in steps.rows
+        ],
+        "note": steps.note
+        + " Each run spends (eps, delta); repeated runs on the same data compose.",
+    }
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One mechanism as the rest of dpfim sees it; each mechanism module exports one.
+
+    neighbours: the relations its guarantee holds under; run(counts, public, rng);
+    cost(public) -> its typed measure (dpfim.accounting), what the mechanism really is;
+    none_hint(public) -> one sentence; extra(public) -> extra public parameters for the result;
+    steps(public) -> how the result's ledger describes the run (or ledger(public) for a ledger
+    of its own shape); needs_vocabulary: it refuses the open universe (--universe-items);
+    needs_record_bound: it needs --max-record-items; pure: its cost never has a delta;
+    releases: result fields besides the itemset ("noisy_max", "ell"); check(public): raises
+    ParameterError where its proof does not apply.
+    """
+
+    name: str
+    neighbours: frozenset[Neighbours]
+    run: Callable[[RankedCounts, Public, RandomSource], Outcome]
+    cost: Callable[[Public], Measure]
+    none_hint: Callable[[Public], str]
+    extra: Callable[[Public], dict[str, Any]] = lambda p: {}
+    steps: Callable[[Public], Steps] | None = None
+    ledger: Callable[[Public], dict[str, Any]] | None = None
+    needs_vocabulary: bool = False
+    needs_record_bound: bool = False
+    pure: bool = False
+    releases: tuple[str, ...] = ()
+    check: Callable[[Public], None] | None = None
+
+    def charge(self, p: Public) -> Cost:
+        """The typed cost of one run under p's neighbouring relation."""
+        return Cost.of(self.cost(p), p.relation)
+
+    def spent(self, p: Public) -> tuple[Fraction, Fraction]:
+        """The (eps, delta) one run spends under basic composition (pure: delta 0)."""
+        total = basic([self.charge(p)])
+        return total.eps, total.delta
+
+    def ledger_of(self, p: Public) -> dict[str, Any]:
+        """The per-run ledger printed in the result."""
+        if self.ledger is not None:
+            return self.ledger(p)
+        steps = self.steps(p) if self.steps is not None else Steps((), "")
+        return steps_ledger(self.cost(p), p.neighbours, steps)

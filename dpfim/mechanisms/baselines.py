@@ -10,15 +10,14 @@ valid. Each `run_*` docstring states its privacy; docs/privacy.md §12-§17 has 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
+from dpfim.accounting import ApproxDP, BoundedRange, Measure, PureDP
 from dpfim.errors import ParameterError
-from dpfim.ledger import amount
-from dpfim.mechanisms.base import Outcome, RankedCounts
+from dpfim.mechanisms.base import ADD_REMOVE, BOTH, Mechanism, Outcome, Public, RankedCounts, Steps
 from dpfim.mechanisms.noisy_max import Groups, Named, Noise, argmax_group, reveal_floor
 from dpfim.mechanisms.selection import groups as groups_of
 from dpfim.mechanisms.selection import pick_member, select_count
@@ -31,34 +30,9 @@ from dpfim.samplers.rng import RandomSource
 _UP = 1 + 2.0**-40
 
 
-@dataclass(frozen=True)
-class Cost:
-    """What a run spends: (eps, delta) as charged, and the ledger's description of it."""
-
-    eps: Fraction
-    delta: Fraction
-    steps: tuple[tuple[str, str, Fraction, Fraction], ...]  # (step, releases, eps, delta)
-    note: str
-
-
 def round_up(x: float) -> int:
     """An integer >= x for a float x computed to a few ulps (the margin of thresholds.threshold)."""
     return math.ceil(x * _UP + 2.0**-40)
-
-
-def cost_ledger(cost: Cost, neighbours: str) -> dict[str, Any]:
-    """The result's ledger for a baseline: the same top-level keys as the margin ledger."""
-    return {
-        "neighbours": neighbours,
-        "eps": amount(cost.eps),
-        "delta": amount(cost.delta),
-        "steps": [
-            {"step": step, "releases": rel, "eps": amount(e), "delta": amount(d)}
-            for step, rel, e, d in cost.steps
-        ],
-        "note": cost.note
-        + " Each run spends (eps, delta); repeated runs on the same data compose.",
-    }
 
 
 # --- report-noisy-max family over a finite universe ------------------------------------------
@@ -122,7 +96,7 @@ def run_permute_and_flip(
     return _noisy_argmax(counts, universe_size, noise, rng)
 
 
-def pure_cost(name: str, eps: Fraction, neighbours: str) -> Cost:
+def pure_steps(name: str, eps: Fraction, neighbours: str) -> Steps:
     form = "monotone form" if neighbours == "add-remove" else "general form"
     b = noisy_max_scale(eps, neighbours)
     step = {
@@ -130,12 +104,50 @@ def pure_cost(name: str, eps: Fraction, neighbours: str) -> Cost:
         "noisy-max-laplace": f"argmax of c + Lap({b})",
         "permute-and-flip": f"permute-and-flip: argmax of c + Exp({b})",
     }[name]
-    return Cost(
-        eps,
-        Fraction(0),
+    return Steps(
         ((step, "itemset", eps, Fraction(0)),),
         f"(eps, 0)-DP, {form} for {neighbours} neighbours. delta is not used.",
     )
+
+
+def _finite(p: Public) -> int:
+    if p.universe_size is None:
+        raise ValueError("this mechanism needs a finite universe")
+    return p.universe_size
+
+
+def _pure_hint(p: Public) -> str:
+    return (
+        "this mechanism always names an itemset of the declared universe; a none answer "
+        "means the universe holds no itemset"
+    )
+
+
+def _pure(
+    name: str,
+    runner: Callable[[RankedCounts, Fraction, str, int, RandomSource], Outcome],
+    measure: Callable[[Fraction], Measure],
+) -> Mechanism:
+    return Mechanism(
+        name,
+        BOTH,
+        lambda c, p, rng: runner(c, p.eps, p.neighbours, _finite(p), rng),
+        lambda p: measure(p.eps),
+        _pure_hint,
+        steps=lambda p: pure_steps(name, p.eps, p.neighbours),
+        needs_vocabulary=True,
+        pure=True,
+    )
+
+
+# Privacy (docs/privacy.md, "Tight accounting"): the exponential mechanism is eps-bounded range
+# under both relations (Durfee & Rogers 2019; its general and monotone forms both have log
+# probability ratios within an interval of width eps). Report-noisy-max with Laplace or
+# exponential noise is pure eps-DP only: it is NOT bounded range (privacy-loss ranges of 1.13 eps
+# and 1.80 eps on small cases, issue 20), so it is never charged as such.
+EM = _pure("em", run_em, BoundedRange)
+NOISY_MAX_LAPLACE = _pure("noisy-max-laplace", run_noisy_max_laplace, PureDP)
+PERMUTE_AND_FLIP = _pure("permute-and-flip", run_permute_and_flip, PureDP)
 
 
 # --- stability (A_dist) ------------------------------------------------------------------------
@@ -170,10 +182,8 @@ def run_stability(
     return Outcome(None, None, pick_member(known, c1, rng))
 
 
-def stability_cost(eps: Fraction, delta: Fraction) -> Cost:
-    return Cost(
-        eps,
-        delta,
+def stability_steps(eps: Fraction, delta: Fraction) -> Steps:
+    return Steps(
         (
             (
                 f"noisy gap c(1) - c(2) + DLap({4 / eps}) against threshold "
@@ -186,6 +196,25 @@ def stability_cost(eps: Fraction, delta: Fraction) -> Cost:
         "(eps, delta)-DP (A_dist). delta bounds the chance of releasing a top itemset that is "
         "not stable between neighbours.",
     )
+
+
+def _stability_hint(p: Public) -> str:
+    t = stability_threshold(p.eps, p.delta)
+    return (
+        f"stability names the top itemset only when its support leads the runner-up's by more "
+        f"than {t} records (plus noise, threshold 1 + ceil((4/eps) ln(1/delta)))"
+    )
+
+
+STABILITY = Mechanism(
+    "stability",
+    BOTH,
+    lambda c, p, rng: run_stability(c, p.eps, p.delta, rng),
+    lambda p: ApproxDP(p.eps, p.delta),
+    _stability_hint,
+    extra=lambda p: {"threshold": stability_threshold(p.eps, p.delta)},
+    steps=lambda p: stability_steps(p.eps, p.delta),
+)
 
 
 # --- choosing (Beimel, Nissim, Stemmer 2013) ---------------------------------------------------
@@ -238,10 +267,8 @@ def run_choosing(
     return Outcome(None, None, pick_member(counts.counts, groups.values[g], rng))
 
 
-def choosing_cost(eps: Fraction, delta: Fraction, growth: int) -> Cost:
-    return Cost(
-        eps,
-        delta,
+def choosing_steps(eps: Fraction, delta: Fraction, growth: int) -> Steps:
+    return Steps(
         (
             (
                 f"noisy top count c(1) + DLap({4 / eps}) against "
@@ -261,6 +288,30 @@ def choosing_cost(eps: Fraction, delta: Fraction, growth: int) -> Cost:
         "Only the check and the selection together are (eps, delta)-DP: the per-step amounts "
         "split eps for accounting; the selection alone is not (3 eps/4, delta)-DP.",
     )
+
+
+def _choosing_hint(p: Public) -> str:
+    t = choosing_threshold(p.eps, p.delta, p.growth)
+    return (
+        f"choosing names an itemset only when the top support exceeds {t} records (plus noise; "
+        f"threshold ceil((8/eps) ln(4k/(eps delta))), k = {p.growth})"
+    )
+
+
+CHOOSING = Mechanism(
+    "choosing",
+    ADD_REMOVE,
+    lambda c, p, rng: run_choosing(c, p.eps, p.delta, p.growth, rng),
+    lambda p: ApproxDP(p.eps, p.delta),
+    _choosing_hint,
+    extra=lambda p: {
+        "growth_bound": p.growth,
+        "threshold": choosing_threshold(p.eps, p.delta, p.growth),
+    },
+    steps=lambda p: choosing_steps(p.eps, p.delta, p.growth),
+    needs_record_bound=True,
+    check=lambda p: check_choosing(p.eps, p.delta, p.growth),
+)
 
 
 # --- limited domain (Durfee & Rogers 2019), top-1 ----------------------------------------------
@@ -322,10 +373,8 @@ def _limited_domain_says_none(
         u.refine()
 
 
-def limited_domain_cost(eps: Fraction, delta: Fraction, candidates: int) -> Cost:
-    return Cost(
-        eps,
-        delta,
+def limited_domain_steps(eps: Fraction, delta: Fraction, candidates: int) -> Steps:
+    return Steps(
         (
             (
                 f"Gumbel({1 / eps}) noise on the top {candidates} counts and on the threshold "
@@ -337,3 +386,23 @@ def limited_domain_cost(eps: Fraction, delta: Fraction, candidates: int) -> Cost
         ),
         "(eps, delta)-DP under add/remove neighbours (Durfee & Rogers 2019, k = 1).",
     )
+
+
+def _limited_domain_hint(p: Public) -> str:
+    margin = 1 + log_fraction(Fraction(p.candidates) / p.delta) / fraction_to_float(p.eps)
+    return (
+        f"limited-domain names an itemset only when its support beats the "
+        f"{p.candidates + 1}-th highest by about {margin:.0f} records or more (plus Gumbel "
+        f"noise; margin 1 + ln(k-bar/delta)/eps with k-bar = {p.candidates})"
+    )
+
+
+LIMITED_DOMAIN = Mechanism(
+    "limited-domain",
+    ADD_REMOVE,
+    lambda c, p, rng: run_limited_domain(c, p.eps, p.delta, p.candidates, rng),
+    lambda p: ApproxDP(p.eps, p.delta),
+    _limited_domain_hint,
+    extra=lambda p: {"candidates": p.candidates},
+    steps=lambda p: limited_domain_steps(p.eps, p.delta, p.candidates),
+)

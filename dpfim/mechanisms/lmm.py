@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from dpfim.mechanisms.base import Outcome, RankedCounts, VectorCounts
+from dpfim.accounting import ApproxDP, amount
+from dpfim.mechanisms.base import BOTH, Mechanism, Outcome, Public, RankedCounts, VectorCounts
 from dpfim.mechanisms.search import first_pass
 from dpfim.mechanisms.selection import pick_member, select_count
-from dpfim.mechanisms.thresholds import Split, paper_split
+from dpfim.mechanisms.thresholds import Split, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_ell_max, check_eps
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource, resolve
@@ -96,3 +98,98 @@ def select(
     index = None if out.index is None else vec.position(out.index)
     assert out.noisy_max is not None
     return out.noisy_max, out.ell, index
+
+
+# --- the mechanism object (lmm-gap reuses the ledger, extra parameters and hint) --------------
+
+
+def margin_ledger(split: Split, neighbours: str, *, with_max: bool) -> dict[str, Any]:
+    """The ledger of lmm (with_max) or lmm-gap: per-step epsilons and where delta comes from.
+
+    Descriptive: the run is charged its one (eps, delta) pair (ApproxDP), never the per-step
+    entries (composing those would under-report: the selection's step has no delta of its own).
+    """
+    steps: list[dict[str, Any]] = []
+    if with_max:
+        steps.append(
+            {
+                "step": "noisy max M = c(1) + DLap(1/alpha_m)",
+                "releases": "noisy_max",
+                "eps": amount(split.alpha_m),
+                "delta": amount(Fraction(0)),
+            }
+        )
+    steps.append(
+        {
+            "step": "margin search (sparse vector, G ~ DLap(2/alpha_s), Z_l ~ DLap(4/alpha_s))",
+            "releases": "ell",
+            "eps": amount(split.alpha_s),
+            "delta": amount(Fraction(0)),
+        }
+    )
+    steps.append(
+        {
+            "step": "restricted exponential mechanism over the top ell",
+            "releases": "itemset",
+            "eps": amount(split.alpha_a),
+            "delta": "see delta_sources: e^alpha_a multiplicative only when the margin holds",
+        }
+    )
+    sources = {}
+    if with_max:
+        sources["max_certification_failure"] = amount(split.delta_m)
+    sources["search_certification_failure"] = amount(split.delta_s)
+    sources["selection_leak"] = amount(split.delta_leak)
+    return {
+        "neighbours": neighbours,
+        "eps": amount(split.eps),
+        "delta": amount(split.delta),
+        "steps": steps,
+        "delta_sources": sources,
+        "note": (
+            "The run as a whole is (eps, delta)-DP. The total delta is not a sum of per-step "
+            "deltas: it is the chance that the margin is certified wrongly plus what the "
+            "selection can leak (beta * e^(alpha_m + alpha_s)). Each run spends (eps, delta); "
+            "repeated runs on the same data compose."
+        ),
+    }
+
+
+def margin_extra(split: Split, p: Public) -> dict[str, Any]:
+    return {
+        "ell_max": p.ell_max,
+        "split": {
+            "alpha_m": str(split.alpha_m),
+            "alpha_s": str(split.alpha_s),
+            "alpha_a": str(split.alpha_a),
+            "delta_m": str(split.delta_m),
+            "delta_s": str(split.delta_s),
+            "beta_times_e^(alpha_m+alpha_s)": str(split.delta_leak),
+        },
+    }
+
+
+def margin_hint(name: str, split: Split) -> str:
+    return (
+        f"{name} certifies a winner only when its support leads the runner-up's by more than "
+        f"about {threshold(1, split)} records (plus noise)"
+    )
+
+
+def margin_cost(split: Split) -> ApproxDP:
+    """The run-level pair (split.eps, split.delta): one generic (eps, delta) cost."""
+    return ApproxDP(split.eps, split.delta)
+
+
+MECHANISM = Mechanism(
+    NAME,
+    BOTH,
+    lambda c, p, rng: run(
+        c, paper_split(p.eps, p.delta), rng, ell_max=p.ell_max, universe_size=p.universe_size
+    ),
+    lambda p: margin_cost(paper_split(p.eps, p.delta)),
+    lambda p: margin_hint("LMM", paper_split(p.eps, p.delta)),
+    extra=lambda p: margin_extra(paper_split(p.eps, p.delta), p),
+    ledger=lambda p: margin_ledger(paper_split(p.eps, p.delta), p.neighbours, with_max=True),
+    releases=("noisy_max", "ell"),
+)

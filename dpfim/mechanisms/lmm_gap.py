@@ -12,9 +12,15 @@ Proof: docs/privacy.md, section "lmm-gap".
 
 from __future__ import annotations
 
-from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.mechanisms.lmm import _search_and_select
-from dpfim.mechanisms.thresholds import Split
+from dpfim.mechanisms.base import ADD_REMOVE, Mechanism, Outcome, RankedCounts
+from dpfim.mechanisms.lmm import (
+    _search_and_select,
+    margin_cost,
+    margin_extra,
+    margin_hint,
+    margin_ledger,
+)
+from dpfim.mechanisms.thresholds import Split, gap_split
 from dpfim.params import DEFAULT_ELL_MAX
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
@@ -37,3 +43,17 @@ def run(
     c1 = int(counts.counts[0]) if len(counts.counts) else 0
     offset = discrete_laplace(split.offset_scale, rng)
     return _search_and_select(c1 - offset, counts, split, rng, ell_max, universe_size, None)
+
+
+MECHANISM = Mechanism(
+    NAME,
+    ADD_REMOVE,
+    lambda c, p, rng: run(
+        c, gap_split(p.eps, p.delta), rng, ell_max=p.ell_max, universe_size=p.universe_size
+    ),
+    lambda p: margin_cost(gap_split(p.eps, p.delta)),
+    lambda p: margin_hint("lmm-gap", gap_split(p.eps, p.delta)),
+    extra=lambda p: margin_extra(gap_split(p.eps, p.delta), p),
+    ledger=lambda p: margin_ledger(gap_split(p.eps, p.delta), p.neighbours, with_max=False),
+    releases=("ell",),
+)

@@ -30,15 +30,16 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.mechanisms.baselines import Cost, round_up, run_limited_domain
+from dpfim.accounting import ApproxDP
+from dpfim.mechanisms.base import ADD_REMOVE, Mechanism, Outcome, Public, RankedCounts, Steps
+from dpfim.mechanisms.baselines import round_up, run_limited_domain
 from dpfim.mechanisms.selection import pick_member, select_count
 from dpfim.params import DEFAULT_ELL_MAX, log_fraction
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
 
 NAME = "lmm-tight"
-NEIGHBOURS = ("add-remove",)
+NEIGHBOURS = ("add-remove",)  # the relation of MECHANISM (base.ADD_REMOVE)
 
 # The data-independent parameters (docs/lmm-tight-design.md, "Retuning on exact P(top)"; chosen
 # with benchmarks/tight_exact.py). Utility only: the guarantee holds for every split
@@ -204,11 +205,14 @@ def _count_below(counts: RankedCounts, k: int, bound: int) -> bool:
 # --- registry facts -----------------------------------------------------------------------------
 
 
-def cost(eps: Fraction, delta: Fraction) -> Cost:
+def cost(eps: Fraction, delta: Fraction) -> ApproxDP:
+    """The run-level pair: one generic (eps, delta) cost (never its per-step rows)."""
+    return ApproxDP(eps, delta)
+
+
+def steps(eps: Fraction, delta: Fraction) -> Steps:
     sp = default_split(eps, delta)
-    return Cost(
-        eps,
-        delta,
+    return Steps(
         (
             (
                 "sparse vector on the gaps c(1) - c(l+1), l = 1, 2, 4, ...: offset "
@@ -253,3 +257,23 @@ def split_params(split: TightSplit) -> dict[str, str]:
         "alpha_a_selection_at_l1": str(split.alpha_at(0)),
         "delta_selection": str(split.delta),
     }
+
+
+def _hint(p: Public) -> str:
+    sp = default_split(p.eps, p.delta)
+    return (
+        f"lmm-tight answers when the top support leads the runner-up's by more than about "
+        f"{threshold(0, sp)} records, or the 17th by about {threshold(4, sp)} (plus noise)"
+    )
+
+
+MECHANISM = Mechanism(
+    NAME,
+    ADD_REMOVE,
+    lambda c, p, rng: run(c, p.eps, p.delta, rng, ell_max=p.ell_max, universe_size=p.universe_size),
+    lambda p: cost(p.eps, p.delta),
+    _hint,
+    extra=lambda p: {"ell_max": p.ell_max, "split": split_params(default_split(p.eps, p.delta))},
+    steps=lambda p: steps(p.eps, p.delta),
+    releases=("ell",),
+)

@@ -1,0 +1,137 @@
+"""Planning a budget (`dpfim ledger plan`): the largest per-run eps that keeps N runs inside it.
+
+Reads no ledger and no data: the answer is a function of public parameters only. Each run's
+cost is the typed cost the mechanism reports for the given options (K rounds of --top plus the
+supports, `release.run_cost`); N runs compose under the chosen accountant (dpfim.accounting).
+The answer is an exact decimal with SIGNIFICANT significant digits, rounded down, and checked
+again after rounding (the search itself runs on that decimal grid).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from dpfim import accounting
+from dpfim.accounting import Cost
+from dpfim.errors import BudgetError, ParameterError
+from dpfim.params import MIN_EPS, check_delta, check_eps, format_amount
+from dpfim.request import Options, check_options
+
+SIGNIFICANT = 6
+# a placeholder delta for mechanisms that spend none (their cost does not read it)
+_UNUSED_DELTA = Fraction(1, 2)
+
+
+def run_cost(opts: Options, eps: Fraction) -> Cost:
+    """The typed cost of one run of opts at per-run eps."""
+    return dataclasses.replace(opts, eps=eps).cost()
+
+
+def _fits(
+    opts: Options, eps: Fraction, runs: int, accountant: str, budget: tuple[Fraction, Fraction]
+) -> bool:
+    return accounting.fits([run_cost(opts, eps).times(runs)], accountant, *budget)
+
+
+def _unit(x: Fraction) -> Fraction:
+    """The last place of x > 0 at SIGNIFICANT significant decimal digits."""
+    exp = 0
+    while Fraction(10) ** (exp + 1) <= x:
+        exp += 1
+    while Fraction(10) ** exp > x:
+        exp -= 1
+    return Fraction(10) ** (exp - SIGNIFICANT + 1)
+
+
+def _decimal_down(x: Fraction) -> Fraction:
+    """x > 0 rounded down to SIGNIFICANT significant decimal digits."""
+    unit = _unit(x)
+    return (x // unit) * unit
+
+
+def plan(
+    *,
+    budget_eps: str | Fraction,
+    budget_delta: str | Fraction,
+    runs: int,
+    mechanism: str,
+    delta: str | Fraction | None = None,
+    neighbours: str = "replace",
+    accountant: str = "basic",
+    top: int = 1,
+    supports: bool = False,
+    support_share: str | Fraction | None = None,
+    size: int | None = None,
+    sizes: str | None = None,
+    candidates: int = 10,
+) -> dict[str, Any]:
+    """The largest per-run eps (rounded down to an exact decimal) for `runs` runs in the budget.
+
+    Raises ParameterError for bad options and BudgetError (exit 4) when no eps is feasible
+    (e.g. runs * delta >= budget delta).
+    """
+    b_eps, b_delta = check_eps(budget_eps), check_delta(budget_delta)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ParameterError(f"--runs must be a positive integer, got {runs!r}")
+    if accountant not in accounting.ACCOUNTANTS:
+        raise ParameterError(f"--accountant must be basic or tight, got {accountant!r}")
+    opts = check_options(
+        size=size,
+        sizes=sizes,
+        eps=b_eps,
+        delta=_UNUSED_DELTA if delta is None else delta,
+        mechanism=mechanism,
+        neighbours=neighbours,
+        candidates=candidates,
+        universe_given=True,
+        max_record_items=None,
+        top=top,
+        supports=supports,
+        support_share=support_share,
+    )
+    if delta is None and accounting.basic([opts.cost()]).delta > 0:
+        raise ParameterError(f"--mechanism {mechanism} spends a delta: give each run's --delta")
+    per_delta = accounting.basic([opts.cost()]).delta
+    budget = (b_eps, b_delta)
+    if runs * per_delta >= b_delta and not (accountant == "basic" and runs * per_delta == b_delta):
+        raise BudgetError(
+            f"infeasible: {runs} runs at delta={format_amount(per_delta)} spend delta "
+            f"{format_amount(runs * per_delta)}, at least the budget's {format_amount(b_delta)}"
+        )
+    lo, hi = Fraction(0), b_eps  # one run alone at more than the budget never fits
+    if _fits(opts, hi, runs, accountant, budget):
+        lo = hi
+    else:
+        while hi - lo > max(lo, MIN_EPS) / 10**SIGNIFICANT:
+            mid = _decimal_down((lo + hi) / 2) if lo > 0 else (lo + hi) / 2
+            if mid <= lo:
+                mid = (lo + hi) / 2
+            if _fits(opts, mid, runs, accountant, budget):
+                lo = mid
+            else:
+                hi = mid
+    best = _decimal_down(lo) if lo > 0 else Fraction(0)
+    while best >= MIN_EPS and not _fits(opts, best, runs, accountant, budget):
+        best = _decimal_down(best - _unit(best) / 2)  # re-checked after rounding
+    if best < MIN_EPS:
+        raise BudgetError(
+            f"infeasible: no per-run eps >= {format_amount(MIN_EPS)} keeps {runs} runs within "
+            f"eps={format_amount(b_eps)}, delta={format_amount(b_delta)} under {accountant}"
+        )
+    total = accounting.compose([run_cost(opts, best).times(runs)], accountant, delta=b_delta)
+    exact = format(Decimal(best.numerator) / Decimal(best.denominator), "f")
+    return {
+        "mechanism": mechanism,
+        "neighbours": neighbours,
+        "runs": runs,
+        "accountant": accountant,
+        "top": top,
+        "budget": {"eps": float(b_eps), "delta": float(b_delta)},
+        "per_run_delta": float(per_delta),
+        "per_run_eps": float(best),
+        "per_run_eps_exact": exact,
+        "spent": {"eps": float(total.eps), "delta": float(total.delta), "bound": total.accountant},
+    }
