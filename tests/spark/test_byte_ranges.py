@@ -3,7 +3,8 @@
 A file cut into byte ranges anywhere (at a line start, mid-line, between `\\r` and `\\n`, inside a
 BOM, a range holding no line start at all) must give exactly the local engine's records, and a
 data error must name the line the local engine names. Most of this runs the executor function
-(`_read_ranges`) in-process, without a JVM; the last tests go through Spark (local[2]).
+(`read.read_ranges`, dpfim/engines/spark/read.py) in-process, without a JVM; the last tests go
+through Spark (local[2]).
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from hypothesis import strategies as st
 from test_spark_engine import run
 
 from dpfim.engines import byte_ranges
-from dpfim.engines import spark as engine
 from dpfim.engines.byte_ranges import ByteRange
-from dpfim.engines.spark import SparkInput, count_file
+from dpfim.engines.spark import SparkInput, count_file, read
 from dpfim.errors import InputError
 from dpfim.readers import read_records
 
@@ -53,11 +53,11 @@ def in_ranges(path: Path, fmt: str, cuts: list[int]) -> Counter[frozenset[str]] 
     out: Counter[frozenset[str]] = Counter()
     try:
         for part in ranges:
-            for block in engine._read_ranges(reader, sep, None, [part]):
+            for block in read.read_ranges(reader, sep, None, [part]):
                 recs = block.records
                 out.update(frozenset(recs.record(k)) for k in range(recs.n))
     except RuntimeError as exc:
-        found = re.search(re.escape(engine._MARK) + "(.*)" + re.escape(engine._MARK), str(exc))
+        found = re.search(re.escape(read.MARK) + "(.*)" + re.escape(read.MARK), str(exc))
         assert found, exc
         info = json.loads(found.group(1))
         assert info["block"] == 0  # the worker names the line in its file itself

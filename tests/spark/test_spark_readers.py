@@ -2,10 +2,10 @@
 
 Spark's text reader (lineSep "\\n") hands the executors each file's lines without their `\\n`, in
 arrow batches, a file possibly cut into splits. Here that is simulated with random batch and
-split boundaries, and the executor function (`_text_blocks`) must give exactly the local records,
-or a data error exactly when the local reader gives one, naming a line that is bad on its own with
-that message (with several bad lines, which is named depends on chunking, locally too). Spark's
-own line splitting is checked on real files in test_spark_engine.py.
+split boundaries, and the executor function (`read.text_blocks`) must give exactly the local
+records, or a data error exactly when the local reader gives one, naming a line that is bad on its
+own with that message (with several bad lines, which is named depends on chunking, locally
+too). Spark's own line splitting is checked on real files in test_spark_engine.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpfim.engines import spark as engine
+from dpfim.engines.spark import read
 from dpfim.errors import InputError
 from dpfim.readers import read_records
 
@@ -68,9 +68,9 @@ def on_executors(content: bytes, fmt: str, sep: str, cuts: list[int], split: int
         if b > a
     ]
     try:
-        blobs = list(engine._text_blocks(batches, fmt, sep, None))
+        blobs = list(read.text_blocks(batches, fmt, sep, None))
     except RuntimeError as exc:
-        found = re.search(re.escape(engine._MARK) + "(.*)" + re.escape(engine._MARK), str(exc))
+        found = re.search(re.escape(read.MARK) + "(.*)" + re.escape(read.MARK), str(exc))
         assert found, exc
         info = json.loads(found.group(1))
         if info["line"] is None:
