@@ -86,6 +86,8 @@ class SparkCounts(TopDown):
         self._persisted: list[DataFrame] = []
         self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
         self._ids = ItemIds(self._declared or ())  # shared by with_size() copies
+        # the run's truncation key: drawn once, so a rebuilt lineage truncates the same way
+        self._key = inp.truncation_key or truncation_key(seed=inp.seed)
         self._blocks = self._guard(lambda: self._read())
         # one pass over the records: item supports and record counts, merged on the cluster
         parts = max(2, spark.sparkContext.defaultParallelism)
@@ -244,9 +246,8 @@ class SparkCounts(TopDown):
                 )
             blocks = blobs.rdd.map(read.load_block)
         if inp.max_record_items is not None:
-            key = inp.truncation_key or truncation_key(seed=inp.seed)
             blocks = blocks.mapPartitions(
-                functools.partial(read.truncated, inp.max_record_items, key)
+                functools.partial(read.truncated, inp.max_record_items, self._key)
             )
         blocks.persist(StorageLevel.MEMORY_AND_DISK)
         blocks.localCheckpoint()  # a lost block fails the run: it is never truncated twice
