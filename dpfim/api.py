@@ -20,15 +20,15 @@ from dpfim.engines.local import count_records
 from dpfim.errors import ParameterError, memory_phase
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.params import DEFAULT_ELL_MAX, check_memory, fraction_to_float
+from dpfim.params import DEFAULT_ELL_MAX, Number, check_memory, fraction_to_float
 from dpfim.readers import (
     Records,
-    from_transactions,
     read_universe,
     resolve_format,
     restrict,
     truncate,
 )
+from dpfim.readers.frames import to_records
 from dpfim.release import release, sort_items
 from dpfim.request import (
     ADD_REMOVE_ONLY,
@@ -78,15 +78,17 @@ class Diagnostics:
 
 
 def mine(
-    records: Records | Iterable[Iterable[str]],
+    records: Records | Iterable[Iterable[str]] | Any,
     *,
+    record_col: str | None = None,
+    item_col: str | None = None,
     size: int | None = None,
     sizes: str | Sequence[int] | None = None,
     top: int = 1,
     supports: bool = False,
     support_share: str | Fraction | None = None,
-    eps: str | int | Fraction,
-    delta: str | int | Fraction,
+    eps: Number,
+    delta: Number,
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
@@ -102,7 +104,15 @@ def mine(
     """The most frequent r-itemset (or the top K, of one or several sizes) under
     (eps, delta)-DP, as a dpfim.result/1 dict.
 
-    records: a Records, or any iterable of transactions (iterables of item strings).
+    records: an iterable of baskets (iterables of items), a pandas one-hot DataFrame (bool or
+    0/1 columns named by item, dense or sparse: mlxtend's TransactionEncoder output), a long
+    DataFrame with record_col= and item_col=, a pandas Series of baskets, or a Records. The
+    shape is decided from the type and dtypes only; any other shape raises InputShapeError (a
+    TypeError), a bad value inside a frame RecordValueError (a ValueError). One record (one
+    row of a one-hot frame, one record id of a long frame) is the privacy unit; a one-hot
+    frame's columns are not a declared vocabulary (all-zero columns are absent items).
+    eps, delta: text or int (exact decimals), Fraction or Decimal (exact), or float (read by
+    its shortest decimal representation: 0.1 is exactly 1/10).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
     max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
@@ -126,7 +136,7 @@ def mine(
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
-        records = from_transactions(records, universe=universe)
+        records = to_records(records, record_col=record_col, item_col=item_col, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
         records = restrict(records, universe)
     source, _ = resolve(rng)  # one source for truncation and mechanism
@@ -162,8 +172,8 @@ def mine_file(
     top: int = 1,
     supports: bool = False,
     support_share: str | Fraction | None = None,
-    eps: str | int | Fraction,
-    delta: str | int | Fraction,
+    eps: Number,
+    delta: Number,
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,

@@ -16,6 +16,7 @@ from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
     DEFAULT_ELL_MAX,
+    Number,
     check_delta,
     check_ell_max,
     check_eps,
@@ -76,8 +77,8 @@ class Options:
 def check_options(
     *,
     size: int | None,
-    eps: str | int | Fraction,
-    delta: str | int | Fraction,
+    eps: Number,
+    delta: Number,
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
