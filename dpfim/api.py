@@ -8,13 +8,15 @@ No engine is named here.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpfim import engines
+from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import ParameterError, memory_phase
@@ -29,7 +31,7 @@ from dpfim.readers import (
     truncate,
 )
 from dpfim.readers.frames import to_records
-from dpfim.release import release, sort_items
+from dpfim.release import Release, release, sort_items
 from dpfim.request import (
     ADD_REMOVE_ONLY,
     DEFAULT_CANDIDATES,
@@ -44,8 +46,18 @@ from dpfim.request import (
     none_hint,
     parse_sizes,
 )
-from dpfim.result import build, release_fields, utc_now
+from dpfim.result import (
+    RULES_SCHEMA,
+    SCHEMA,
+    build,
+    release_fields,
+    selected_entries,
+    utc_now,
+)
 from dpfim.samplers.rng import RandomSource, resolve
+
+if TYPE_CHECKING:
+    from dpfim.rules import RulesRequest
 
 ENGINES = engines.NAMES
 __all__ = [
@@ -58,11 +70,14 @@ __all__ = [
     "PURE",
     "Diagnostics",
     "Options",
+    "association_rules",
     "check_options",
+    "frequent_itemsets",
     "mine",
     "mine_file",
     "none_hint",
     "parse_sizes",
+    "rules_file",
     "run_mechanism",
     "sort_items",
 ]
@@ -100,6 +115,8 @@ def mine(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     max_memory: int | str | None = None,
+    _rules: RulesRequest | None = None,
+    _keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset (or the top K, of one or several sizes) under
     (eps, delta)-DP, as a dpfim.result/1 dict.
@@ -133,6 +150,7 @@ def mine(
         sizes=sizes,
         supports=supports,
         support_share=support_share,
+        closure_share=None if _rules is None else _rules.closure_share,
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
@@ -154,6 +172,8 @@ def mine(
         max_record_items=max_record_items,
         started=started,
         engine="local",
+        rules=_rules,
+        keep=_keep,
     )
 
 
@@ -187,6 +207,7 @@ def mine_file(
     spark_conf: Mapping[str, str] | None = None,
     precheck: Callable[[Options], None] | None = None,
     max_memory: int | str | None = None,
+    _rules: RulesRequest | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
@@ -215,6 +236,7 @@ def mine_file(
         sizes=sizes,
         supports=supports,
         support_share=support_share,
+        closure_share=None if _rules is None else _rules.closure_share,
     )
     engine_spec = EngineSpec(
         engines.get(engine).name,
@@ -259,6 +281,7 @@ def mine_file(
             max_record_items=max_record_items,
             started=started,
             engine=engine_spec.name,
+            rules=_rules,
         )
     finally:
         opened.close()
@@ -275,8 +298,12 @@ def _mine(
     max_record_items: int | None = None,
     started: str,
     engine: str,
+    rules: RulesRequest | None = None,
+    keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the release on an engine's counts and build the result."""
+    """Run the release on an engine's counts and build the result (a rules result when
+    `rules` is given: the closure is released on the same counts; `keep` then receives the
+    Closure and the rules frame for the Python API)."""
     source, private = resolve(rng)
     counts = opened.counts
     sizes = opts.all_sizes
@@ -320,7 +347,6 @@ def _mine(
     if counts.complete:
         diag.facts["L"] = len(counts.counts)
 
-    fields = release_fields(rel)
     params: dict[str, Any] = {
         **({"size": opts.size} if len(sizes) == 1 else {"sizes": list(sizes)}),
         "eps": fraction_to_float(opts.eps),
@@ -339,12 +365,50 @@ def _mine(
     }
     if max_record_items is not None:
         params["max_record_items"] = max_record_items
+    schema, book = SCHEMA, rel.ledger
+    if rules is None:
+        fields = release_fields(rel)
+    else:
+        fields, book = _rules_fields(counts, rel, opts, rules, source, max_record_items, keep)
+        schema = RULES_SCHEMA
+        params["closure_share"] = str(rules.closure_share)
+        if rules.rules:
+            params["metric"] = rules.metric
+            params["min_threshold"] = rules.min_threshold
     if opts.neighbours == "replace":
         fields["n"] = counts.n
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
-    return build(**fields, params=params, ledger=rel.ledger, private=private, created=started)
+    return build(
+        schema=schema, **fields, params=params, ledger=book, private=private, created=started
+    )
+
+
+def _rules_fields(
+    counts: Counts,
+    rel: Release,
+    opts: Options,
+    req: RulesRequest,
+    source: RandomSource,
+    max_record_items: int | None,
+    keep: dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The closure release on the selection (dpfim/rules.py), the rules, and the ledger."""
+    from dpfim import rules
+
+    eps_closure = opts.eps * req.closure_share
+    with memory_phase("counting"):
+        closure = rules.release_closure(
+            counts, rel, eps_closure, opts.neighbours, max_record_items, source
+        )
+    frame = rules.rules_frame(closure, req) if req.rules else None
+    fields: dict[str, Any] = {"selected": selected_entries(rel)}
+    fields.update(rules.rules_fields(closure, frame, req, sort_items))
+    if keep is not None:
+        keep.update(closure=closure, rules=frame)
+    book = rules.rules_ledger(rel, opts.eps, eps_closure, opts.neighbours, closure)
+    return fields, book
 
 
 def _peak_rss_mib() -> int:
@@ -395,3 +459,98 @@ def _curator_warnings(
             f"delta = {float(opts.delta):g} is at least 1/n for this data; such a delta allows "
             "releasing a whole record with probability delta. Use a smaller --delta"
         )
+
+
+# --- consumers of a Release: association rules and mlxtend-shaped itemsets (dpfim/rules.py) ---
+
+
+def rules_file(
+    source: str,
+    *,
+    metric: str = "confidence",
+    min_threshold: Number = "0.1",
+    closure_share: Number | None = None,
+    top: int = 20,
+    sizes: str | Sequence[int] | None = "1-2",
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Private association rules of a transaction file, as a dpfim.rules/1 dict: what
+    `dpfim rules` runs. Takes every option of mine_file (the ledger hooks too); the top-K
+    selection spends eps * (1 - closure_share), the closure's noisy supports (and n under
+    add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release."""
+    from dpfim.rules import check_rules
+
+    req = check_rules(metric, min_threshold, closure_share)
+    return mine_file(source, top=top, sizes=sizes, _rules=req, **kwargs)
+
+
+def association_rules(
+    data: Any,
+    *,
+    eps: Number,
+    delta: Number,
+    top: int = 20,
+    sizes: str | Sequence[int] | None = "1-2",
+    metric: str = "confidence",
+    min_threshold: Number = 0.1,
+    closure_share: Number | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Private association rules as mlxtend's rules DataFrame (antecedents, consequents as
+    frozensets; support, confidence, lift, ...), computed by mlxtend's association_rules from
+    the consistent noisy supports of the downward closure of a private top-K selection.
+
+    data: any input mine() accepts (a list of baskets, a one-hot or long DataFrame, a Series
+    of baskets). The whole dpfim.rules/1 result (ledger included) is in `.attrs["result"]`.
+    Takes every keyword of mine() (mechanism, neighbours, rng, universe, ...)."""
+    from dpfim.rules import check_rules
+
+    req = check_rules(metric, min_threshold, closure_share)
+    keep: dict[str, Any] = {}
+    result = mine(
+        data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
+    )
+    frame = keep["rules"]
+    frame.attrs["result"] = result
+    return frame
+
+
+def frequent_itemsets(
+    data: Any,
+    *,
+    eps: Number,
+    delta: Number,
+    top: int = 20,
+    sizes: str | Sequence[int] | None = "1-3",
+    use_colnames: bool = True,
+    closure_share: Number | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Private frequent itemsets shaped like mlxtend's fpgrowth/apriori output: a DataFrame
+    with `support` (a noisy fraction of n) and `itemsets` (frozensets) that holds the whole
+    downward closure of a private top-K selection (so that mlxtend's association_rules finds
+    every antecedent), with the n to pass as `num_itemsets` in `.attrs["num_itemsets"]`
+    (noisy under add/remove) and the dpfim.rules/1 result in `.attrs["result"]`.
+
+    use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
+    item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does."""
+    from dpfim.errors import InputArgumentError
+    from dpfim.rules import check_rules, itemsets_frame
+
+    labels = None
+    if not use_colnames:
+        pd = sys.modules.get("pandas")
+        if pd is None or not isinstance(data, pd.DataFrame) or "record_col" in kwargs:
+            raise InputArgumentError(
+                "use_colnames=False needs a one-hot DataFrame (its column positions); pass "
+                "use_colnames=True for item names"
+            )
+        labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
+    req = check_rules(closure_share=closure_share, rules=False)
+    keep: dict[str, Any] = {}
+    result = mine(
+        data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
+    )
+    frame = itemsets_frame(keep["closure"], labels=labels)
+    frame.attrs["result"] = result
+    return frame

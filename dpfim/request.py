@@ -49,6 +49,9 @@ class Options:
     sizes: tuple[int, ...] = ()  # several sizes ranked together (--sizes); () means (size,)
     supports: bool = False
     support_share: Fraction = release.DEFAULT_SUPPORT_SHARE
+    # a rules run (dpfim/rules.py): the share of eps spent on the closure's noisy supports (and
+    # n under add/remove); the selection gets the rest. None: not a rules run
+    closure_share: Fraction | None = None
 
     @property
     def spent_delta(self) -> Fraction:
@@ -62,6 +65,8 @@ class Options:
     def public(self, universe_size: int | None, max_record_items: int | None) -> registry.Public:
         """The mechanism's public parameters for the selection (its share of eps)."""
         eps_sel, _ = release.shares(self.eps, self.supports, self.support_share)
+        if self.closure_share is not None:
+            eps_sel = self.eps * (1 - self.closure_share)
         return registry.Public(
             eps_sel,
             self.delta,
@@ -89,8 +94,11 @@ def check_options(
     sizes: str | Sequence[int] | None = None,
     supports: bool = False,
     support_share: str | Fraction | None = None,
+    closure_share: Number | None = None,
 ) -> Options:
-    """Validate every public parameter before any data is read (usage errors come first)."""
+    """Validate every public parameter before any data is read (usage errors come first).
+
+    closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get."""
     if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
@@ -124,6 +132,15 @@ def check_options(
         share = check_fraction(support_share, "--support-share")
         if not 0 < share < 1:
             raise ParameterError(f"--support-share must be in (0, 1), got {support_share}")
+    closure = None
+    if closure_share is not None:
+        if supports:
+            raise ParameterError(
+                "--supports does not apply to rules: the closure's noisy supports are released"
+            )
+        closure = check_fraction(closure_share, "--closure-share")
+        if not 0 < closure < 1:
+            raise ParameterError(f"--closure-share must be in (0, 1), got {closure_share}")
     opts = Options(
         check_size(parsed[0] if parsed else 2 if size is None else size),
         check_eps(eps),
@@ -136,6 +153,7 @@ def check_options(
         parsed if len(parsed) > 1 else (),
         supports,
         share,
+        closure,
     )
     if max_record_items is not None and max_record_items < max(opts.all_sizes):
         raise ParameterError(

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 SCHEMA = "dpfim.result/1"
+RULES_SCHEMA = "dpfim.rules/1"
 
 # Every key a result may carry; build() refuses anything else (fail closed).
 RELEASABLE = frozenset(
@@ -55,6 +56,25 @@ RELEASABLE = frozenset(
         "created",
     }
 )
+
+
+# A rules result (SPEC §4) may also hold the selection, the noisy supports of its downward
+# closure (and their consistent projection), a noisy n under add/remove, and the rules computed
+# from those alone; never an exact support.
+RULES_RELEASABLE = (RELEASABLE - {"itemset", "itemsets", "noisy_support", "noisy_max", "ell"}) | {
+    "selected",  # [{"rank", "items", "noisy_max"?, "ell"?}], rank order
+    "closure",  # [{"items", "noisy_support", "consistent_support"}]: the selection's subsets
+    "noisy_n",  # add/remove only
+    "rules",  # [{"antecedents", "consequents", "support", "confidence", "lift", ...}]
+}
+
+
+def selected_entries(rel: Release) -> list[dict[str, Any]]:
+    """The selection of a rules run as a list in rank order (also for K = 1)."""
+    return [
+        {"rank": q.rank, "items": names, **_round_fields(rel, q.outcome)}
+        for q, names in zip(rel.picks, rel.names, strict=True)
+    ]
 
 
 def release_fields(rel: Release) -> dict[str, Any]:
@@ -90,15 +110,16 @@ def _round_fields(rel: Release, out: Outcome | None) -> dict[str, Any]:
     return fields
 
 
-def build(**fields: Any) -> dict[str, Any]:
+def build(*, schema: str = SCHEMA, **fields: Any) -> dict[str, Any]:
     """Assemble a result dict; unknown keys are a programming error, not a silent addition."""
-    extra = set(fields) - RELEASABLE
+    allowed = RULES_RELEASABLE if schema == RULES_SCHEMA else RELEASABLE
+    extra = set(fields) - allowed
     if extra:
         raise AssertionError(f"result: refusing to release unlisted fields {sorted(extra)}")
     from dpfim import __version__
 
     created = fields.pop("created", None) or utc_now()
-    out: dict[str, Any] = {"schema": SCHEMA}
+    out: dict[str, Any] = {"schema": schema}
     out.update(fields)
     out["dpfim_version"] = __version__
     out["created"] = created
