@@ -30,6 +30,7 @@ __all__ = [
     "check_not_overwriting",
     "check_output_path",
     "dumps",
+    "rules_csv",
     "write",
     "write_bytes",
     "write_text",
@@ -241,6 +242,40 @@ def check_not_overwriting(output: str | None, flag: str, others: dict[str, str |
             raise ParameterError(
                 f"{flag} {output} is the same file as {option} {other}: it would be overwritten"
             )
+
+
+RULES_CSV_COLUMNS = (
+    "antecedents",
+    "consequents",
+    "support",
+    "confidence",
+    "lift",
+    "antecedent_support",
+    "consequent_support",
+    "private",
+)
+
+
+def rules_csv(result: dict[str, Any]) -> str:
+    """A dpfim.rules/1 result's rules as CSV: items as JSON arrays (unambiguous whatever the
+    item strings hold), the metrics, and the run's `private` flag on every line (a --seed run's
+    rules must not pass for private ones once the CSV travels without its JSON)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    metric = result["params"].get("metric", "confidence")
+    columns = list(RULES_CSV_COLUMNS)
+    if metric not in columns:
+        columns.insert(-1, metric)
+    out.writerow(columns)
+    for rule in result["rules"]:
+        row = {**rule, "private": "true" if result["private"] else "false"}
+        for side in ("antecedents", "consequents"):
+            row[side] = json.dumps(rule[side], ensure_ascii=False)
+        out.writerow(["" if row.get(c) is None else row[c] for c in columns])
+    return buf.getvalue()
 
 
 def write(result: dict[str, Any], path: str | None, *, compact: bool = False) -> None:
