@@ -59,9 +59,7 @@ def outputs(path: Path, pair: Pair, seeds: range) -> list[tuple[tuple[str, ...],
     """(selection, noisy closure supports [+ noisy n]) per seeded run."""
     out = []
     for seed in seeds:
-        r = rules_file(
-            str(path), eps=EPS, delta=DELTA, top=1, sizes="3", seed=seed, **pair.options
-        )
+        r = rules_file(str(path), eps=EPS, delta=DELTA, top=1, sizes="3", seed=seed, **pair.options)
         chosen = tuple(x for e in r["selected"] for x in e["items"])
         values = [e["noisy_support"] for e in r["closure"]]
         if "noisy_n" in r:
