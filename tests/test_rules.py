@@ -273,3 +273,18 @@ def test_cli_rules_size_alone(data: Path) -> None:
     code, out, err = run(["rules", str(data), "--eps", "2", "--delta", "1e-6", "--size", "2"])
     assert code == 0, err
     assert json.loads(out)["params"]["size"] == 2
+
+
+def test_readme_rules_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's "From itemsets to rules" Python example runs as written."""
+    repo = Path(__file__).resolve().parent.parent
+    readme = (repo / "README.md").read_text()
+    section = readme.split("## From itemsets to rules", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(repo)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    rules = namespace["rules"]
+    assert list(rules.columns)[:2] == ["antecedents", "consequents"]
+    assert rules.attrs["result"]["schema"] == "dpfim.rules/1"
+    assert namespace["itemsets"].attrs["num_itemsets"] > 0
