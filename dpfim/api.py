@@ -478,10 +478,14 @@ def rules_file(
     `dpfim rules` runs. Takes every option of mine_file (the ledger hooks too); the top-K
     selection spends eps * (1 - closure_share), the closure's noisy supports (and n under
     add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release."""
-    from dpfim.rules import check_rules
+    from dpfim.rules import check_rules, preload
 
     req = check_rules(metric, min_threshold, closure_share)
-    return mine_file(source, top=top, sizes=sizes, _rules=req, **kwargs)
+    loading = preload()  # pandas + mlxtend import while the file is read (about half a second)
+    try:
+        return mine_file(source, top=top, sizes=sizes, _rules=req, **kwargs)
+    finally:
+        loading.join()  # never outlives the run (an import cut short at exit is no good)
 
 
 def association_rules(
