@@ -471,19 +471,20 @@ def rules_file(
     min_threshold: Number = "0.1",
     closure_share: Number | None = None,
     top: int = 20,
-    sizes: str | Sequence[int] | None = "1-2",
+    sizes: str | Sequence[int] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Private association rules of a transaction file, as a dpfim.rules/1 dict: what
     `dpfim rules` runs. Takes every option of mine_file (the ledger hooks too); the top-K
     selection spends eps * (1 - closure_share), the closure's noisy supports (and n under
-    add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release."""
+    add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release.
+    sizes: default "1-2" unless size= is given."""
     from dpfim.rules import check_rules, preload
 
     req = check_rules(metric, min_threshold, closure_share)
     loading = preload()  # pandas + mlxtend import while the file is read (about half a second)
     try:
-        return mine_file(source, top=top, sizes=sizes, _rules=req, **kwargs)
+        return mine_file(source, top=top, sizes=_sizes(sizes, kwargs, "1-2"), _rules=req, **kwargs)
     finally:
         loading.join()  # never outlives the run (an import cut short at exit is no good)
 
@@ -494,7 +495,7 @@ def association_rules(
     eps: Number,
     delta: Number,
     top: int = 20,
-    sizes: str | Sequence[int] | None = "1-2",
+    sizes: str | Sequence[int] | None = None,
     metric: str = "confidence",
     min_threshold: Number = 0.1,
     closure_share: Number | None = None,
@@ -506,11 +507,13 @@ def association_rules(
 
     data: any input mine() accepts (a list of baskets, a one-hot or long DataFrame, a Series
     of baskets). The whole dpfim.rules/1 result (ledger included) is in `.attrs["result"]`.
-    Takes every keyword of mine() (mechanism, neighbours, rng, universe, ...)."""
+    Takes every keyword of mine() (mechanism, neighbours, rng, universe, ...); sizes: default
+    "1-2" unless size= is given."""
     from dpfim.rules import check_rules
 
     req = check_rules(metric, min_threshold, closure_share)
     keep: dict[str, Any] = {}
+    sizes = _sizes(sizes, kwargs, "1-2")
     result = mine(
         data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
     )
@@ -525,7 +528,7 @@ def frequent_itemsets(
     eps: Number,
     delta: Number,
     top: int = 20,
-    sizes: str | Sequence[int] | None = "1-3",
+    sizes: str | Sequence[int] | None = None,
     use_colnames: bool = True,
     closure_share: Number | None = None,
     **kwargs: Any,
@@ -537,7 +540,8 @@ def frequent_itemsets(
     (noisy under add/remove) and the dpfim.rules/1 result in `.attrs["result"]`.
 
     use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
-    item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does."""
+    item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does.
+    sizes: default "1-3" unless size= is given."""
     from dpfim.errors import InputArgumentError
     from dpfim.rules import check_rules, itemsets_frame
 
@@ -552,9 +556,15 @@ def frequent_itemsets(
         labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
     req = check_rules(closure_share=closure_share, rules=False)
     keep: dict[str, Any] = {}
+    sizes = _sizes(sizes, kwargs, "1-3")
     result = mine(
         data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
     )
     frame = itemsets_frame(keep["closure"], labels=labels)
     frame.attrs["result"] = result
     return frame
+
+
+def _sizes(sizes: str | Sequence[int] | None, kwargs: dict[str, Any], default: str) -> Any:
+    """The consumers' sizes default, unless the caller gave size= (one size) or sizes=."""
+    return default if sizes is None and kwargs.get("size") is None else sizes

@@ -290,3 +290,11 @@ def test_readme_rules_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert list(rules.columns)[:2] == ["antecedents", "consequents"]
     assert rules.attrs["result"]["schema"] == "dpfim.rules/1"
     assert namespace["itemsets"].attrs["num_itemsets"] > 0
+
+
+def test_size_alone_in_the_api() -> None:
+    """size= replaces the sizes default of the consumers (not a 'give one' usage error)."""
+    frame = dpfim.association_rules(BASKETS, eps=4, delta="1e-6", size=2, top=2, rng=1)
+    assert frame.attrs["result"]["params"]["size"] == 2
+    fi = dpfim.frequent_itemsets(BASKETS, eps=4, delta="1e-6", top=2, rng=1)
+    assert fi.attrs["result"]["params"]["sizes"] == [1, 2, 3]
