@@ -8,29 +8,31 @@ No engine is named here.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpfim import engines
+from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import ParameterError, memory_phase
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
-from dpfim.params import DEFAULT_ELL_MAX, check_memory, fraction_to_float
+from dpfim.params import DEFAULT_ELL_MAX, Number, check_memory, fraction_to_float
 from dpfim.readers import (
     Records,
-    from_transactions,
     read_universe,
     resolve_format,
     restrict,
     truncate,
 )
+from dpfim.readers.frames import to_records
 from dpfim.readers.records import truncation_key
-from dpfim.release import release, sort_items
+from dpfim.release import Release, release, sort_items
 from dpfim.request import (
     ADD_REMOVE_ONLY,
     DEFAULT_CANDIDATES,
@@ -45,8 +47,18 @@ from dpfim.request import (
     none_hint,
     parse_sizes,
 )
-from dpfim.result import build, release_fields, utc_now
+from dpfim.result import (
+    RULES_SCHEMA,
+    SCHEMA,
+    build,
+    release_fields,
+    selected_entries,
+    utc_now,
+)
 from dpfim.samplers.rng import RandomSource, resolve
+
+if TYPE_CHECKING:
+    from dpfim.rules import RulesRequest
 
 ENGINES = engines.NAMES
 __all__ = [
@@ -59,11 +71,14 @@ __all__ = [
     "PURE",
     "Diagnostics",
     "Options",
+    "association_rules",
     "check_options",
+    "frequent_itemsets",
     "mine",
     "mine_file",
     "none_hint",
     "parse_sizes",
+    "rules_file",
     "run_mechanism",
     "sort_items",
 ]
@@ -79,15 +94,17 @@ class Diagnostics:
 
 
 def mine(
-    records: Records | Iterable[Iterable[str]],
+    records: Records | Iterable[Iterable[str]] | Any,
     *,
+    record_col: str | None = None,
+    item_col: str | None = None,
     size: int | None = None,
     sizes: str | Sequence[int] | None = None,
     top: int = 1,
     supports: bool = False,
     support_share: str | Fraction | None = None,
-    eps: str | int | Fraction,
-    delta: str | int | Fraction,
+    eps: Number,
+    delta: Number,
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
@@ -99,11 +116,21 @@ def mine(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     max_memory: int | str | None = None,
+    _rules: RulesRequest | None = None,
+    _keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The most frequent r-itemset (or the top K, of one or several sizes) under
     (eps, delta)-DP, as a dpfim.result/1 dict.
 
-    records: a Records, or any iterable of transactions (iterables of item strings).
+    records: an iterable of baskets (iterables of items), a pandas one-hot DataFrame (bool or
+    0/1 columns named by item, dense or sparse: mlxtend's TransactionEncoder output), a long
+    DataFrame with record_col= and item_col=, a pandas Series of baskets, or a Records. The
+    shape is decided from the type and dtypes only; any other shape raises InputShapeError (a
+    TypeError), a bad value inside a frame RecordValueError (a ValueError). One record (one
+    row of a one-hot frame, one record id of a long frame) is the privacy unit; a one-hot
+    frame's columns are not a declared vocabulary (all-zero columns are absent items).
+    eps, delta: text or int (exact decimals), Fraction or Decimal (exact), or float (read by
+    its shortest decimal representation: 0.1 is exactly 1/10).
     universe: a declared public vocabulary (then records must not have been read with another).
     rng: None for the secure source, an int seed or a RandomSource for tests ("private": false).
     max_record_items: records keep at most this many items, a uniformly random subset (default
@@ -127,10 +154,11 @@ def mine(
         sizes=sizes,
         supports=supports,
         support_share=support_share,
+        closure_share=None if _rules is None else _rules.closure_share,
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
-        records = from_transactions(records, universe=universe)
+        records = to_records(records, record_col=record_col, item_col=item_col, universe=universe)
     elif universe is not None:  # the vocabulary applies on every path (issue 9)
         records = restrict(records, universe)
     source, _ = resolve(rng)
@@ -151,6 +179,8 @@ def mine(
         diagnostics or Diagnostics(),
         started=started,
         engine="local",
+        rules=_rules,
+        keep=_keep,
     )
 
 
@@ -169,8 +199,8 @@ def mine_file(
     top: int = 1,
     supports: bool = False,
     support_share: str | Fraction | None = None,
-    eps: str | int | Fraction,
-    delta: str | int | Fraction,
+    eps: Number,
+    delta: Number,
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
@@ -184,6 +214,7 @@ def mine_file(
     spark_conf: Mapping[str, str] | None = None,
     precheck: Callable[[Options], None] | None = None,
     max_memory: int | str | None = None,
+    _rules: RulesRequest | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
@@ -212,6 +243,7 @@ def mine_file(
         sizes=sizes,
         supports=supports,
         support_share=support_share,
+        closure_share=None if _rules is None else _rules.closure_share,
     )
     engine_spec = EngineSpec(
         engines.get(engine).name,
@@ -256,6 +288,7 @@ def mine_file(
             diag,
             started=started,
             engine=engine_spec.name,
+            rules=_rules,
         )
     finally:
         opened.close()
@@ -271,8 +304,12 @@ def _mine(
     *,
     started: str,
     engine: str,
+    rules: RulesRequest | None = None,
+    keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the release on an engine's counts and build the result."""
+    """Run the release on an engine's counts and build the result (a rules result when
+    `rules` is given: the closure is released on the same counts; `keep` then receives the
+    Closure and the rules frame for the Python API)."""
     source, private = resolve(rng)
     counts = opened.counts
     sizes = opts.all_sizes
@@ -316,7 +353,6 @@ def _mine(
     if counts.complete:
         diag.facts["L"] = len(counts.counts)
 
-    fields = release_fields(rel)
     params: dict[str, Any] = {
         **({"size": opts.size} if len(sizes) == 1 else {"sizes": list(sizes)}),
         "eps": fraction_to_float(opts.eps),
@@ -334,12 +370,50 @@ def _mine(
         **rel.params,
     }
     params["max_record_items"] = "none" if opts.max_record_items is None else opts.max_record_items
+    schema, book = SCHEMA, rel.ledger
+    if rules is None:
+        fields = release_fields(rel)
+    else:
+        fields, book = _rules_fields(counts, rel, opts, rules, source, opts.max_record_items, keep)
+        schema = RULES_SCHEMA
+        params["closure_share"] = str(rules.closure_share)
+        if rules.rules:
+            params["metric"] = rules.metric
+            params["min_threshold"] = rules.min_threshold
     if opts.neighbours == "replace":
         fields["n"] = counts.n
         fields["n_note"] = (
             "n is public under replace-one neighbours; never released under add-remove"
         )
-    return build(**fields, params=params, ledger=rel.ledger, private=private, created=started)
+    return build(
+        schema=schema, **fields, params=params, ledger=book, private=private, created=started
+    )
+
+
+def _rules_fields(
+    counts: Counts,
+    rel: Release,
+    opts: Options,
+    req: RulesRequest,
+    source: RandomSource,
+    max_record_items: int | None,
+    keep: dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The closure release on the selection (dpfim/rules.py), the rules, and the ledger."""
+    from dpfim import rules
+
+    eps_closure = opts.eps * req.closure_share
+    with memory_phase("counting"):
+        closure = rules.release_closure(
+            counts, rel, eps_closure, opts.neighbours, max_record_items, source
+        )
+    frame = rules.rules_frame(closure, req) if req.rules else None
+    fields: dict[str, Any] = {"selected": selected_entries(rel)}
+    fields.update(rules.rules_fields(closure, frame, req, sort_items))
+    if keep is not None:
+        keep.update(closure=closure, rules=frame)
+    book = rules.rules_ledger(rel, opts.eps, eps_closure, opts.neighbours, closure)
+    return fields, book
 
 
 def _peak_rss_mib() -> int:
@@ -390,3 +464,112 @@ def _curator_warnings(
             f"delta = {float(opts.delta):g} is at least 1/n for this data; such a delta allows "
             "releasing a whole record with probability delta. Use a smaller --delta"
         )
+
+
+# --- consumers of a Release: association rules and mlxtend-shaped itemsets (dpfim/rules.py) ---
+
+
+def rules_file(
+    source: str,
+    *,
+    metric: str = "confidence",
+    min_threshold: Number = "0.1",
+    closure_share: Number | None = None,
+    top: int = 20,
+    sizes: str | Sequence[int] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Private association rules of a transaction file, as a dpfim.rules/1 dict: what
+    `dpfim rules` runs. Takes every option of mine_file (the ledger hooks too); the top-K
+    selection spends eps * (1 - closure_share), the closure's noisy supports (and n under
+    add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release.
+    sizes: default "1-2" unless size= is given."""
+    from dpfim.rules import check_rules, preload
+
+    req = check_rules(metric, min_threshold, closure_share)
+    loading = preload()  # pandas + mlxtend import while the file is read (about half a second)
+    try:
+        return mine_file(source, top=top, sizes=_sizes(sizes, kwargs, "1-2"), _rules=req, **kwargs)
+    finally:
+        loading.join()  # never outlives the run (an import cut short at exit is no good)
+
+
+def association_rules(
+    data: Any,
+    *,
+    eps: Number,
+    delta: Number,
+    top: int = 20,
+    sizes: str | Sequence[int] | None = None,
+    metric: str = "confidence",
+    min_threshold: Number = 0.1,
+    closure_share: Number | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Private association rules as mlxtend's rules DataFrame (antecedents, consequents as
+    frozensets; support, confidence, lift, ...), computed by mlxtend's association_rules from
+    the consistent noisy supports of the downward closure of a private top-K selection.
+
+    data: any input mine() accepts (a list of baskets, a one-hot or long DataFrame, a Series
+    of baskets). The whole dpfim.rules/1 result (ledger included) is in `.attrs["result"]`.
+    Takes every keyword of mine() (mechanism, neighbours, rng, universe, ...); sizes: default
+    "1-2" unless size= is given."""
+    from dpfim.rules import check_rules
+
+    req = check_rules(metric, min_threshold, closure_share)
+    keep: dict[str, Any] = {}
+    sizes = _sizes(sizes, kwargs, "1-2")
+    result = mine(
+        data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
+    )
+    frame = keep["rules"]
+    frame.attrs["result"] = result
+    return frame
+
+
+def frequent_itemsets(
+    data: Any,
+    *,
+    eps: Number,
+    delta: Number,
+    top: int = 20,
+    sizes: str | Sequence[int] | None = None,
+    use_colnames: bool = True,
+    closure_share: Number | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Private frequent itemsets shaped like mlxtend's fpgrowth/apriori output: a DataFrame
+    with `support` (a noisy fraction of n) and `itemsets` (frozensets) that holds the whole
+    downward closure of a private top-K selection (so that mlxtend's association_rules finds
+    every antecedent), with the n to pass as `num_itemsets` in `.attrs["num_itemsets"]`
+    (noisy under add/remove) and the dpfim.rules/1 result in `.attrs["result"]`.
+
+    use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
+    item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does.
+    sizes: default "1-3" unless size= is given."""
+    from dpfim.errors import InputArgumentError
+    from dpfim.rules import check_rules, itemsets_frame
+
+    labels = None
+    if not use_colnames:
+        pd = sys.modules.get("pandas")
+        if pd is None or not isinstance(data, pd.DataFrame) or "record_col" in kwargs:
+            raise InputArgumentError(
+                "use_colnames=False needs a one-hot DataFrame (its column positions); pass "
+                "use_colnames=True for item names"
+            )
+        labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
+    req = check_rules(closure_share=closure_share, rules=False)
+    keep: dict[str, Any] = {}
+    sizes = _sizes(sizes, kwargs, "1-3")
+    result = mine(
+        data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
+    )
+    frame = itemsets_frame(keep["closure"], labels=labels)
+    frame.attrs["result"] = result
+    return frame
+
+
+def _sizes(sizes: str | Sequence[int] | None, kwargs: dict[str, Any], default: str) -> Any:
+    """The consumers' sizes default, unless the caller gave size= (one size) or sizes=."""
+    return default if sizes is None and kwargs.get("size") is None else sizes

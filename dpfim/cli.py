@@ -29,6 +29,7 @@ from dpfim.api import (
     check_options,
     mine_file,
     none_hint,
+    rules_file,
 )
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.mechanisms import registry
@@ -38,10 +39,13 @@ from dpfim.request import EngineSpec, parse_conf
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
+    rules_csv,
     write,
     write_bytes,
     write_text,
 )
+from dpfim.rules import DEFAULT_CLOSURE_SHARE
+from dpfim.rules import METRICS as RULE_METRICS
 
 CURATOR = "curator-only, not private"
 NO_CAP_WARNING = (
@@ -154,24 +158,149 @@ def cli() -> None:
     """
 
 
+def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]], Any]:
+    """Every option of a release run (mine, rules): privacy, selection, input, ledger, output;
+    one definition, one help text. `top` and `sizes` are the command's defaults (the command
+    applies the sizes default when neither --size nor --sizes is given)."""
+    size_help = "Itemset size r (1-5) [default: 2]." if sizes is None else "Itemset size r (1-5)."
+    sizes_default = "" if sizes is None else f" [default: {sizes}]"
+    options: list[Callable[[Any], Any]] = [
+        click.option("--eps", required=True, help="Privacy parameter epsilon > 0 (exact decimal)."),
+        click.option(
+            "--delta", required=True, help="Privacy parameter delta in (0, 1), e.g. 1e-6."
+        ),
+        click.option("-r", "--size", default=None, type=int, help=size_help),
+        click.option(
+            "--sizes",
+            default=None,
+            help="Rank itemsets of several sizes together: 2,3 or a range 1-3 (instead of "
+            f"--size){sizes_default}.",
+        ),
+        click.option(
+            "--top",
+            type=int,
+            default=top,
+            show_default=True,
+            help="Release up to K distinct itemsets in rank order (peeling: K rounds at eps/K, "
+            "delta/K each; stops at the first none, the full budget is charged).",
+        ),
+        input_options,
+        click.option(
+            "--max-record-items",
+            type=str,
+            default=None,
+            metavar="B|none",
+            help="Keep a uniformly random B items of longer records (record-local; keeps the "
+            "guarantee) [default: 64]. 'none' keeps whole records: whether a run runs out of "
+            "memory then depends on the data.",
+        ),
+        click.option(
+            "--universe-items",
+            type=str,
+            default=None,
+            help="A public vocabulary file, one item a line: the universe is its r-subsets.",
+        ),
+        click.option(
+            "--mechanism",
+            default="lmm",
+            show_default=True,
+            type=click.Choice(registry.NAMES),
+            help="Selection mechanism.",
+        ),
+        click.option(
+            "--candidates",
+            type=int,
+            default=10,
+            show_default=True,
+            help="limited-domain: how many top itemsets it may consider (k-bar).",
+        ),
+        click.option(
+            "--neighbours",
+            default="replace",
+            show_default=True,
+            type=click.Choice(NEIGHBOURS),
+            help="Neighbouring relation of the guarantee; n is released only under replace.",
+        ),
+        click.option(
+            "--ell-max",
+            type=int,
+            default=DEFAULT_ELL_MAX,
+            show_default=True,
+            help="Data-independent cap on the margin search (open universe).",
+        ),
+        click.option(
+            "--max-memory",
+            default=None,
+            metavar="SIZE",
+            help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most "
+            "8G]. Exact counting that cannot fit stops with exit 6.",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=None,
+            help="Reproducible, NOT private run (for tests); always warns on stderr.",
+        ),
+        click.option(
+            "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
+        ),
+        click.option(
+            "--dataset",
+            default=None,
+            help="Data set name in the ledger [default: INPUT as given; required for stdin].",
+        ),
+        click.option(
+            "--budget-eps", default=None, help="Total epsilon budget of the data set (first run)."
+        ),
+        click.option(
+            "--budget-delta", default=None, help="Total delta budget of the data set (first run)."
+        ),
+        click.option(
+            "--raise-budget",
+            is_flag=True,
+            help="Change a data set's stored budget to --budget-eps/--budget-delta (recorded).",
+        ),
+        click.option("--note", default=None, help="A note stored with the ledger entry."),
+        click.option(
+            "--accountant",
+            default=None,
+            type=click.Choice(ACCOUNTANTS),
+            help="How spends compose [default: basic]; fixed with a data set's budget in --ledger "
+            "(tight is not yet available there: docs/privacy.md §20.3).",
+        ),
+        click.option(
+            "-o",
+            "--output",
+            default=None,
+            help="Write the result here instead of stdout: a regular file is replaced atomically "
+            "(mode kept, or 0666 minus umask); a device, FIFO or /dev/fd/N is written in place.",
+        ),
+        click.option(
+            "--compact", is_flag=True, help="One-line JSON (for pipelines and log files)."
+        ),
+        click.option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            help="Nothing on stderr but errors and the --seed warning (no progress, notes or "
+            "hints).",
+        ),
+        click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR})."),
+        engine_options,
+        click.option("--debug", is_flag=True, help="Show tracebacks of errors."),
+    ]
+
+    def decorate(command: Callable[..., Any]) -> Any:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 @cli.command()
 @click.argument("input_path", metavar="INPUT")
-@click.option("--eps", required=True, help="Privacy parameter epsilon > 0 (exact decimal).")
-@click.option("--delta", required=True, help="Privacy parameter delta in (0, 1), e.g. 1e-6.")
-@click.option("-r", "--size", default=None, type=int, help="Itemset size r (1-5) [default: 2].")
-@click.option(
-    "--sizes",
-    default=None,
-    help="Rank itemsets of several sizes together: 2,3 or a range 1-3 (instead of --size).",
-)
-@click.option(
-    "--top",
-    type=int,
-    default=1,
-    show_default=True,
-    help="Release up to K distinct itemsets in rank order (peeling: K rounds at eps/K, "
-    "delta/K each; stops at the first none, the full budget is charged).",
-)
+@run_options(top=1, sizes=None)
 @click.option(
     "--supports",
     is_flag=True,
@@ -182,107 +311,6 @@ def cli() -> None:
     default=None,
     help="Share of --eps spent on --supports [default: 0.25]; the rest selects.",
 )
-@input_options
-@click.option(
-    "--max-record-items",
-    type=str,
-    default=None,
-    metavar="B|none",
-    help="Keep a uniformly random B items of longer records (record-local; keeps the "
-    "guarantee) [default: 64]. 'none' keeps whole records: whether a run runs out of memory "
-    "then depends on the data.",
-)
-@click.option(
-    "--universe-items",
-    type=str,
-    default=None,
-    help="A public vocabulary file, one item a line: the universe is its r-subsets.",
-)
-@click.option(
-    "--mechanism",
-    default="lmm",
-    show_default=True,
-    type=click.Choice(registry.NAMES),
-    help="Selection mechanism.",
-)
-@click.option(
-    "--candidates",
-    type=int,
-    default=10,
-    show_default=True,
-    help="limited-domain: how many top itemsets it may consider (k-bar).",
-)
-@click.option(
-    "--neighbours",
-    default="replace",
-    show_default=True,
-    type=click.Choice(NEIGHBOURS),
-    help="Neighbouring relation of the guarantee; n is released only under replace.",
-)
-@click.option(
-    "--ell-max",
-    type=int,
-    default=DEFAULT_ELL_MAX,
-    show_default=True,
-    help="Data-independent cap on the margin search (open universe).",
-)
-@click.option(
-    "--max-memory",
-    default=None,
-    metavar="SIZE",
-    help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most 8G]. "
-    "Exact counting that cannot fit stops with exit 6.",
-)
-@click.option(
-    "--seed",
-    type=int,
-    default=None,
-    help="Reproducible, NOT private run (for tests); always warns on stderr.",
-)
-@click.option(
-    "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
-)
-@click.option(
-    "--dataset",
-    default=None,
-    help="Data set name in the ledger [default: INPUT as given; required for stdin].",
-)
-@click.option(
-    "--budget-eps", default=None, help="Total epsilon budget of the data set (first run)."
-)
-@click.option(
-    "--budget-delta", default=None, help="Total delta budget of the data set (first run)."
-)
-@click.option(
-    "--raise-budget",
-    is_flag=True,
-    help="Change a data set's stored budget to --budget-eps/--budget-delta (recorded).",
-)
-@click.option("--note", default=None, help="A note stored with the ledger entry.")
-@click.option(
-    "--accountant",
-    default=None,
-    type=click.Choice(ACCOUNTANTS),
-    help="How spends compose [default: basic]; fixed with a data set's budget in --ledger "
-    "(tight is not yet available there: docs/privacy.md §20.3).",
-)
-@click.option(
-    "-o",
-    "--output",
-    default=None,
-    help="Write the result here instead of stdout: a regular file is replaced atomically "
-    "(mode kept, or 0666 minus umask); a device, FIFO or /dev/fd/N is written in place.",
-)
-@click.option("--compact", is_flag=True, help="One-line JSON (for pipelines and log files).")
-@click.option(
-    "-q",
-    "--quiet",
-    is_flag=True,
-    help="Nothing on stderr but errors and the --seed warning (no progress, notes or hints).",
-)
-@click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR}).")
-@engine_options
-@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def mine(input_path: str, **opt: Any) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
 
@@ -304,61 +332,11 @@ def mine(input_path: str, **opt: Any) -> None:
       dpfim mine hdfs:///orders/ --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
-    check_output_path(opt["output"])
-    if opt["quiet"] and opt["verbose"]:
-        raise ParameterError("--quiet and --verbose contradict each other: give one")
-    if opt["accountant"] == "tight" and not opt["ledger"]:
-        raise ParameterError(
-            "mine --accountant tight (splitting --top K by tight composition) is not "
-            "implemented yet; use --accountant basic"
-        )
-    ledger_hooks = _ledger_hooks(input_path, opt)
-    check_not_overwriting(
-        opt["output"],
-        "-o",
-        {
-            "INPUT": input_path,
-            "--ledger": opt["ledger"],
-            "--ledger's head file": ledger_mod.head_path(opt["ledger"]) if opt["ledger"] else None,
-            "--universe-items": opt["universe_items"],
-        },
-    )
-    ledger_mod.refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
-    if opt["seed"] is not None:
-        _say(SEED_WARNING)
-    diag = Diagnostics()
-    try:
-        # -q: an engine's child processes (Spark's JVM) write straight to fd 2; dpfim's own
-        # errors are printed after this block, on the real stderr (every engine alike)
-        with _fd2_silenced(opt["quiet"]):
-            result = mine_file(
-                input_path,
-                **{k: opt[k] for k in LIBRARY_OPTIONS},
-                progress=not opt["quiet"] and sys.stderr.isatty(),
-                diagnostics=diag,
-                precheck=_precheck(ledger_hooks) if ledger_hooks else None,
-                reserve=_reserve(ledger_hooks) if ledger_hooks else None,
-            )
-        if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
-            for warning in diag.warnings:
-                _say(f"warning ({CURATOR}): {warning}")
-            _report(diag)
-        if ledger_hooks is not None and ledger_hooks.after is not None:
-            result["ledger"]["remaining"] = ledger_hooks.after.remaining_json()
-        write(result, opt["output"], compact=opt["compact"])
-    except DpfimError as exc:
-        raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
+    result = _release_run(input_path, opt, mine_file)
     if opt["quiet"]:
         return
     if result["params"]["max_record_items"] == "none":
         _say(NO_CAP_WARNING)
-    if ledger_hooks is not None and ledger_hooks.after is not None:
-        left = ledger_hooks.after
-        _say(
-            f"ledger: data set {ledger_hooks.dataset!r} has eps="
-            f"{format_amount(left.remaining_eps, fixed=True)}, delta="
-            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant})"
-        )
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
@@ -371,6 +349,141 @@ def mine(input_path: str, **opt: Any) -> None:
             f"released {len(released)} of --top {opt['top']}: round {len(released) + 1} answered "
             "none; the full (eps, delta) is charged (docs/privacy.md §19)"
         )
+
+
+@cli.command()
+@click.argument("input_path", metavar="INPUT")
+@run_options(top=20, sizes="1-2")
+@click.option(
+    "--metric",
+    default="confidence",
+    show_default=True,
+    type=click.Choice(RULE_METRICS),
+    help="The rule metric --min-threshold applies to (mlxtend's association_rules).",
+)
+@click.option(
+    "--min-threshold",
+    default="0.1",
+    show_default=True,
+    help="Keep the rules whose --metric is at least this.",
+)
+@click.option(
+    "--closure-share",
+    default=None,
+    help="Share of --eps spent on the closure's noisy supports (and n under add-remove) "
+    "[default: 0.5]; the rest selects the top K.",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    default=None,
+    help="Also write the rules as CSV here (atomically), with a private column; the JSON "
+    "still goes to stdout or -o.",
+)
+def rules(input_path: str, **opt: Any) -> None:
+    """Private association rules of INPUT (a path or - for stdin) under DP.
+
+    Selects the top K itemsets privately (any --mechanism, as mine --top K), releases noisy
+    supports of every non-empty subset of them (the downward closure; exact discrete Laplace
+    scaled to its size) and, under --neighbours add-remove, a noisy n; makes them consistent
+    and derives the rules with mlxtend's association_rules (post-processing). The ledger
+    charges selection + supports + n once: --eps is split 1/2 selection, 1/2 closure by
+    default (--closure-share). Prints one JSON result (schema dpfim.rules/1). Exit codes as
+    for mine.
+
+    \b
+    Examples:
+      dpfim rules retail.dat --eps 2 --delta 1e-6
+      dpfim rules baskets.csv --eps 1 --delta 1e-6 --top 30 --sizes 1-3 \\
+          --metric lift --min-threshold 1.2 --csv rules.csv
+      dpfim rules retail.dat --eps 2 --delta 1e-6 --mechanism limited-domain \\
+          --neighbours add-remove \\
+          --ledger budget.jsonl --budget-eps 10 --budget-delta 1e-5
+    """
+    if opt["size"] is None and opt["sizes"] is None:
+        opt["sizes"] = "1-2"
+    csv_path = opt.pop("csv_path")
+    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share")}
+
+    def write_csv(result: dict[str, Any]) -> None:
+        if csv_path is not None:
+            write_text(rules_csv(result), csv_path, flag="--csv")
+
+    result = _release_run(
+        input_path, opt, rules_file, extra=extra, outputs={"--csv": csv_path}, after=write_csv
+    )
+    if not opt["quiet"] and not result["selected"]:
+        _say(_none_hint({**opt, "closure_share": opt["closure_share"] or DEFAULT_CLOSURE_SHARE}))
+
+
+def _release_run(
+    input_path: str,
+    opt: dict[str, Any],
+    run: Callable[..., dict[str, Any]],
+    *,
+    extra: dict[str, Any] | None = None,
+    outputs: dict[str, str | None] | None = None,
+    after: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What mine and rules share: usage checks before any work, the ledger hooks, the run
+    (`run`: mine_file or rules_file), the curator's diagnostics, the JSON written; `after`
+    writes any further output (rules --csv) under the same ledger annotation."""
+    check_output_path(opt["output"])
+    if opt["quiet"] and opt["verbose"]:
+        raise ParameterError("--quiet and --verbose contradict each other: give one")
+    if opt["accountant"] == "tight" and not opt["ledger"]:
+        raise ParameterError(
+            "--accountant tight (splitting --top K by tight composition) is not implemented "
+            "yet; use --accountant basic"
+        )
+    ledger_hooks = _ledger_hooks(input_path, opt)
+    inputs = {
+        "INPUT": input_path,
+        "--ledger": opt["ledger"],
+        "--ledger's head file": ledger_mod.head_path(opt["ledger"]) if opt["ledger"] else None,
+        "--universe-items": opt["universe_items"],
+    }
+    check_not_overwriting(opt["output"], "-o", inputs)
+    for flag, path in (outputs or {}).items():
+        check_output_path(path, flag)
+        check_not_overwriting(path, flag, {**inputs, "-o": opt["output"]})
+        ledger_mod.refuse_ledger(path, flag)
+    ledger_mod.refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
+    if opt["seed"] is not None:
+        _say(SEED_WARNING)
+    diag = Diagnostics()
+    try:
+        # -q: an engine's child processes (Spark's JVM) write straight to fd 2; dpfim's own
+        # errors are printed after this block, on the real stderr (every engine alike)
+        with _fd2_silenced(opt["quiet"]):
+            result = run(
+                input_path,
+                **{k: opt[k] for k in LIBRARY_OPTIONS if k in opt},
+                **(extra or {}),
+                progress=not opt["quiet"] and sys.stderr.isatty(),
+                diagnostics=diag,
+                precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+                reserve=_reserve(ledger_hooks) if ledger_hooks else None,
+            )
+        if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
+            for warning in diag.warnings:
+                _say(f"warning ({CURATOR}): {warning}")
+            _report(diag)
+        if ledger_hooks is not None and ledger_hooks.after is not None:
+            result["ledger"]["remaining"] = ledger_hooks.after.remaining_json()
+        write(result, opt["output"], compact=opt["compact"])
+        if after is not None:
+            after(result)
+    except DpfimError as exc:
+        raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
+    if not opt["quiet"] and ledger_hooks is not None and ledger_hooks.after is not None:
+        left = ledger_hooks.after  # public: a function of the budget and the public spends
+        _say(
+            f"ledger: data set {ledger_hooks.dataset!r} has eps="
+            f"{format_amount(left.remaining_eps, fixed=True)}, delta="
+            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant})"
+        )
+    return result
 
 
 def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
@@ -762,8 +875,9 @@ def _none_hint(opt: dict[str, Any]) -> str:
         universe_given=True,
         max_record_items=opt["max_record_items"],
         top=opt["top"],
-        supports=opt["supports"],
-        support_share=opt["support_share"],
+        supports=opt.get("supports", False),
+        support_share=opt.get("support_share"),
+        closure_share=opt.get("closure_share"),
     )
     return none_hint(opts, opts.max_record_items)
 

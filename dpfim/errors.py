@@ -36,6 +36,21 @@ class InputError(DpfimError):
     exit_code = 3
 
 
+class InputShapeError(ParameterError, TypeError):
+    """An in-memory input of a shape the Python API does not accept (decided from its type
+    and dtypes only); the message names the accepted shapes."""
+
+
+class InputArgumentError(ParameterError, ValueError):
+    """Arguments that do not fit the in-memory input (record_col= on a list, a missing
+    column); the message names the accepted shapes."""
+
+
+class RecordValueError(InputError, ValueError):
+    """A bad value inside an accepted in-memory input (a 2 in a one-hot frame, a missing
+    value, a basket that is a string): a data error, like a line that does not parse."""
+
+
 class BudgetError(DpfimError):
     """The persistent ledger would exceed its budget."""
 

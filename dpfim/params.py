@@ -12,8 +12,17 @@ MAX_SIZE = 5
 DEFAULT_ELL_MAX = 2**40
 
 
-def check_fraction(value: str | int | Fraction, name: str) -> Fraction:
-    """Read a number as an exact decimal, e.g. "0.1" -> Fraction(1, 10) (never through a float)."""
+# What a privacy parameter may be given as: the CLI passes text, the Python API any of these.
+Number = str | int | float | Decimal | Fraction
+
+
+def check_fraction(value: Number, name: str) -> Fraction:
+    """Read a number as an exact rational, e.g. "0.1" -> Fraction(1, 10).
+
+    Text is read as an exact decimal (or a ratio "p/q"); a float by its shortest decimal
+    representation, repr(0.1) == "0.1" -> 1/10 (not the binary double 0.1000000000000000055...);
+    a Decimal or Fraction exactly.
+    """
     if isinstance(value, Fraction):
         return value
     if isinstance(value, bool):
@@ -21,8 +30,16 @@ def check_fraction(value: str | int | Fraction, name: str) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
-        raise ParameterError(f"{name} must be given as a decimal string, not a float: {value!r}")
-    text = str(value).strip()
+        if not math.isfinite(value):
+            raise ParameterError(f"{name} must be finite, got {value!r}")
+        return Fraction(repr(float(value)))  # float(): numpy scalars repr as np.float64(…)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ParameterError(f"{name} must be finite, got {value!r}")
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise ParameterError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    text = value.strip()
     if "/" in text:  # an exact ratio as the ledger prints it, e.g. "1/3"
         return _check_ratio(text, name, value)
     try:
@@ -86,7 +103,7 @@ def check_sep(sep: str) -> str:
 MIN_EPS = Fraction(1, 10**6)
 
 
-def check_eps(value: str | int | Fraction) -> Fraction:
+def check_eps(value: Number) -> Fraction:
     """epsilon > 0 as an exact rational."""
     eps = check_fraction(value, "--eps")
     if eps <= 0:
@@ -98,7 +115,7 @@ def check_eps(value: str | int | Fraction) -> Fraction:
     return eps
 
 
-def check_delta(value: str | int | Fraction) -> Fraction:
+def check_delta(value: Number) -> Fraction:
     """delta in (0, 1) as an exact rational."""
     delta = check_fraction(value, "--delta")
     if not 0 < delta < 1:

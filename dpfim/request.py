@@ -16,6 +16,7 @@ from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
     DEFAULT_ELL_MAX,
+    Number,
     check_delta,
     check_ell_max,
     check_eps,
@@ -70,6 +71,9 @@ class Options:
     support_share: Fraction = DEFAULT_SUPPORT_SHARE
     # records keep at most this many items (a uniformly random subset); None: no cap (opted out)
     max_record_items: int | None = None
+    # a rules run (dpfim/rules.py): the share of eps spent on the closure's noisy supports (and
+    # n under add/remove); the selection gets the rest. None: not a rules run
+    closure_share: Fraction | None = None
 
     @property
     def spent_delta(self) -> Fraction:
@@ -79,6 +83,8 @@ class Options:
     def cost(self, universe_size: int | None = None, max_record_items: int | None = None) -> Cost:
         """The typed cost the mechanism reports for this run (K rounds plus the supports)."""
         _, eps_sup = shares(self.eps, self.supports, self.support_share)
+        if self.closure_share is not None:  # rules: the closure's supports (and n), pure DP
+            eps_sup = self.eps * self.closure_share
         p = self.public(universe_size, max_record_items)
         return run_cost(registry.get(self.mechanism), p, self.top, eps_sup)
 
@@ -89,6 +95,8 @@ class Options:
     def public(self, universe_size: int | None, max_record_items: int | None) -> registry.Public:
         """The mechanism's public parameters for the selection (its share of eps)."""
         eps_sel, _ = shares(self.eps, self.supports, self.support_share)
+        if self.closure_share is not None:
+            eps_sel = self.eps * (1 - self.closure_share)
         return registry.Public(
             eps_sel,
             self.delta,
@@ -104,8 +112,8 @@ class Options:
 def check_options(
     *,
     size: int | None,
-    eps: str | int | Fraction,
-    delta: str | int | Fraction,
+    eps: Number,
+    delta: Number,
     mechanism: str = "lmm",
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
@@ -116,11 +124,13 @@ def check_options(
     sizes: str | Sequence[int] | None = None,
     supports: bool = False,
     support_share: str | Fraction | None = None,
+    closure_share: Number | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first).
 
     max_record_items: None for the default cap (DEFAULT_MAX_RECORD_ITEMS), "none" (NO_CAP) to
-    opt out, or B >= the largest size."""
+    opt out, or B >= the largest size.
+    closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get."""
     max_record_items = check_record_cap(max_record_items)
     if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
@@ -156,6 +166,15 @@ def check_options(
         share = check_fraction(support_share, "--support-share")
         if not 0 < share < 1:
             raise ParameterError(f"--support-share must be in (0, 1), got {support_share}")
+    closure = None
+    if closure_share is not None:
+        if supports:
+            raise ParameterError(
+                "--supports does not apply to rules: the closure's noisy supports are released"
+            )
+        closure = check_fraction(closure_share, "--closure-share")
+        if not 0 < closure < 1:
+            raise ParameterError(f"--closure-share must be in (0, 1), got {closure_share}")
     opts = Options(
         check_size(parsed[0] if parsed else 2 if size is None else size),
         check_eps(eps),
@@ -169,6 +188,7 @@ def check_options(
         supports,
         share,
         max_record_items,
+        closure,
     )
     if max_record_items is not None and max_record_items < max(opts.all_sizes):
         raise ParameterError(

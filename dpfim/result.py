@@ -30,12 +30,14 @@ __all__ = [
     "check_not_overwriting",
     "check_output_path",
     "dumps",
+    "rules_csv",
     "write",
     "write_bytes",
     "write_text",
 ]
 
 SCHEMA = "dpfim.result/1"
+RULES_SCHEMA = "dpfim.rules/1"
 
 # Every key a result may carry; build() refuses anything else (fail closed).
 RELEASABLE = frozenset(
@@ -55,6 +57,25 @@ RELEASABLE = frozenset(
         "created",
     }
 )
+
+
+# A rules result (SPEC §4) may also hold the selection, the noisy supports of its downward
+# closure (and their consistent projection), a noisy n under add/remove, and the rules computed
+# from those alone; never an exact support.
+RULES_RELEASABLE = (RELEASABLE - {"itemset", "itemsets", "noisy_support", "noisy_max", "ell"}) | {
+    "selected",  # [{"rank", "items", "noisy_max"?, "ell"?}], rank order
+    "closure",  # [{"items", "noisy_support", "consistent_support"}]: the selection's subsets
+    "noisy_n",  # add/remove only
+    "rules",  # [{"antecedents", "consequents", "support", "confidence", "lift", ...}]
+}
+
+
+def selected_entries(rel: Release) -> list[dict[str, Any]]:
+    """The selection of a rules run as a list in rank order (also for K = 1)."""
+    return [
+        {"rank": q.rank, "items": names, **_round_fields(rel, q.outcome)}
+        for q, names in zip(rel.picks, rel.names, strict=True)
+    ]
 
 
 def release_fields(rel: Release) -> dict[str, Any]:
@@ -90,15 +111,16 @@ def _round_fields(rel: Release, out: Outcome | None) -> dict[str, Any]:
     return fields
 
 
-def build(**fields: Any) -> dict[str, Any]:
+def build(*, schema: str = SCHEMA, **fields: Any) -> dict[str, Any]:
     """Assemble a result dict; unknown keys are a programming error, not a silent addition."""
-    extra = set(fields) - RELEASABLE
+    allowed = RULES_RELEASABLE if schema == RULES_SCHEMA else RELEASABLE
+    extra = set(fields) - allowed
     if extra:
         raise AssertionError(f"result: refusing to release unlisted fields {sorted(extra)}")
     from dpfim import __version__
 
     created = fields.pop("created", None) or utc_now()
-    out: dict[str, Any] = {"schema": SCHEMA}
+    out: dict[str, Any] = {"schema": schema}
     out.update(fields)
     out["dpfim_version"] = __version__
     out["created"] = created
@@ -220,6 +242,40 @@ def check_not_overwriting(output: str | None, flag: str, others: dict[str, str |
             raise ParameterError(
                 f"{flag} {output} is the same file as {option} {other}: it would be overwritten"
             )
+
+
+RULES_CSV_COLUMNS = (
+    "antecedents",
+    "consequents",
+    "support",
+    "confidence",
+    "lift",
+    "antecedent_support",
+    "consequent_support",
+    "private",
+)
+
+
+def rules_csv(result: dict[str, Any]) -> str:
+    """A dpfim.rules/1 result's rules as CSV: items as JSON arrays (unambiguous whatever the
+    item strings hold), the metrics, and the run's `private` flag on every line (a --seed run's
+    rules must not pass for private ones once the CSV travels without its JSON)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    metric = result["params"].get("metric", "confidence")
+    columns = list(RULES_CSV_COLUMNS)
+    if metric not in columns:
+        columns.insert(-1, metric)
+    out.writerow(columns)
+    for rule in result["rules"]:
+        row = {**rule, "private": "true" if result["private"] else "false"}
+        for side in ("antecedents", "consequents"):
+            row[side] = json.dumps(rule[side], ensure_ascii=False)
+        out.writerow(["" if row.get(c) is None else row[c] for c in columns])
+    return buf.getvalue()
 
 
 def write(result: dict[str, Any], path: str | None, *, compact: bool = False) -> None:

@@ -1,0 +1,416 @@
+"""Association rules from a Release (issue 21): a consumer of the one release path.
+
+1. The selection: the top-K itemsets through `dpfim.release.release` (any registered mechanism)
+   at eps_sel = eps * (1 - closure_share).
+2. The closure: every non-empty subset of a selected itemset (a public function of the
+   selection), M itemsets; each gets c(I) + DLap(Delta / eps_c), and under add/remove n also
+   gets n + DLap(Delta / eps_c) as one more coordinate of the same vector.
+3. Consistency: the least-squares projection of the noisy supports onto {non-negative, a
+   subset's support at least its superset's, at most n}; post-processing, no privacy cost.
+4. Rules: mlxtend's `association_rules` on the consistent supports (post-processing).
+
+Privacy (docs/privacy.md, "Association rules: the closure release"): neighbours as chosen.
+One record moves every count by at most 1 (both relations), so the M-vector of closure counts
+has L1 sensitivity M (M + 1 with n under add/remove); with a record-length cap B, a record holds
+at most S = sum_{j=1}^{r} C(B, j) closure itemsets, so Delta = min(M, S) + 1 under add/remove
+and min(M, 2S) under replace. DLap(Delta/eps_c) per coordinate makes the vector (eps_c, 0)-DP
+given the selection; M is a function of the selection. Composition with the selection's
+(eps_sel, delta) is basic sequential composition: (eps, delta) in all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import math
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpfim.accounting import amount
+from dpfim.counts import Counts
+from dpfim.errors import ParameterError
+from dpfim.params import Number, check_fraction
+from dpfim.samplers.laplace import discrete_laplace
+from dpfim.samplers.rng import RandomSource
+from dpfim.views import ids_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpfim.release import Release
+
+# The stated default split: half of eps selects, half releases the closure's supports (and n
+# under add/remove, as one more coordinate of the same vector).
+DEFAULT_CLOSURE_SHARE = Fraction(1, 2)
+DEFAULT_TOP = 20
+DEFAULT_SIZES = "1-2"
+DEFAULT_METRIC = "confidence"
+DEFAULT_MIN_THRESHOLD = 0.1
+# mlxtend's metrics that need no original data (representativity needs df_orig)
+METRICS = (
+    "confidence",
+    "lift",
+    "support",
+    "leverage",
+    "conviction",
+    "zhangs_metric",
+    "jaccard",
+    "certainty",
+    "kulczynski",
+)
+_RULE_COLUMNS = [
+    "antecedents",
+    "consequents",
+    "antecedent support",
+    "consequent support",
+    "support",
+    "confidence",
+    "lift",
+]
+NOISE = "discrete Laplace (exact sampler, dpfim/samplers/laplace.py)"
+
+
+def preload() -> threading.Thread:
+    """Import pandas and mlxtend in a thread: `dpfim rules` then overlaps that import (about
+    half a second) with reading the input. Imports are thread-safe; whoever needs the modules
+    first waits for the import lock. No data is touched; the caller joins the thread."""
+
+    def load() -> None:
+        with contextlib.suppress(ImportError):  # the real import reports it, on the main thread
+            importlib.import_module("mlxtend.frequent_patterns")
+
+    thread = threading.Thread(target=load, name="dpfim-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+@dataclass(frozen=True)
+class RulesRequest:
+    """The public parameters of a rules run besides the selection's (validated once)."""
+
+    metric: str = DEFAULT_METRIC
+    min_threshold: float = DEFAULT_MIN_THRESHOLD
+    closure_share: Fraction = DEFAULT_CLOSURE_SHARE
+    rules: bool = True  # False: frequent_itemsets (the closure only, no rules computed)
+
+
+def check_rules(
+    metric: str = DEFAULT_METRIC,
+    min_threshold: Number = DEFAULT_MIN_THRESHOLD,
+    closure_share: Number | None = None,
+    *,
+    rules: bool = True,
+) -> RulesRequest:
+    """Validate --metric, --min-threshold and --closure-share (usage errors, before any data
+    is read); request.check_options validates the share again with the other options."""
+    if metric not in METRICS:
+        raise ParameterError(f"--metric must be one of {', '.join(METRICS)}: {metric!r}")
+    t = float(check_fraction(min_threshold, "--min-threshold"))
+    if not math.isfinite(t):
+        raise ParameterError(f"--min-threshold must be finite, got {min_threshold!r}")
+    share = DEFAULT_CLOSURE_SHARE
+    if closure_share is not None:
+        share = check_fraction(closure_share, "--closure-share")
+        if not 0 < share < 1:
+            raise ParameterError(f"--closure-share must be in (0, 1), got {closure_share}")
+    return RulesRequest(metric, t, share, rules)
+
+
+@dataclass(frozen=True)
+class Closure:
+    """The downward closure of the selection and what was released about it.
+
+    keys: item-id tuples, by size then first appearance; names: their released names;
+    noisy: c(I) + noise (ints); consistent: the projected supports (floats, counts);
+    n: the n the fractions use (exact and public under replace; the projected noisy n under
+    add/remove), noisy_n: the raw noisy n (add/remove only)."""
+
+    keys: list[tuple[int, ...]]
+    names: list[list[str]]
+    noisy: list[int]
+    consistent: list[float]
+    n: float
+    noisy_n: int | None
+    sensitivity: int
+    scale: Fraction
+
+
+def closure_keys(selected: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """Every non-empty subset of each selected itemset, once, by size then first appearance:
+    a public function of the selection (never of the data)."""
+    seen: dict[tuple[int, ...], None] = {}
+    for ids in selected:
+        items = tuple(sorted(ids))
+        for r in range(1, len(items) + 1):
+            for sub in itertools.combinations(items, r):
+                seen.setdefault(sub, None)
+    return sorted(seen, key=len)
+
+
+def sensitivity(m: int, neighbours: str, max_size: int, max_record_items: int | None) -> int:
+    """The L1 sensitivity of (closure counts[, n]): M (+1 for n under add/remove), at most
+    what one record of at most B items can hold (docs/privacy.md, the closure release)."""
+    if m == 0:
+        return 1 if neighbours == "add-remove" else 0
+    held = m
+    if max_record_items is not None:
+        per_record = sum(math.comb(max_record_items, j) for j in range(1, max_size + 1))
+        held = min(m, per_record if neighbours == "add-remove" else 2 * per_record)
+    return held + 1 if neighbours == "add-remove" else held
+
+
+def release_closure(
+    counts: Counts,
+    rel: Release,
+    eps_closure: Fraction,
+    neighbours: str,
+    max_record_items: int | None,
+    rng: RandomSource,
+) -> Closure:
+    """Noisy supports of the closure of rel's picks (and a noisy n under add/remove), made
+    consistent. The only exact quantities read are the counts the noise is added to."""
+    keys = closure_keys([ids_of(q.ids) for q in rel.picks])
+    sizes = [len(k) for k in keys]
+    delta_1 = sensitivity(len(keys), neighbours, max(sizes, default=1), max_record_items)
+    scale = Fraction(delta_1) / eps_closure
+    exact = counts.supports([list(k) for k in keys]) if keys else []
+    noisy = [c + discrete_laplace(scale, rng) for c in exact]
+    del exact
+    noisy_n = None
+    if neighbours == "add-remove":
+        noisy_n = counts.n + discrete_laplace(scale, rng)
+    items = counts.items
+    from dpfim.release import sort_items
+
+    names = [sort_items(items[i] for i in k) for k in keys]
+    fixed_n = float(counts.n) if noisy_n is None else None
+    consistent, n_hat = project(keys, [float(v) for v in noisy], noisy_n, fixed_n)
+    return Closure(keys, names, noisy, consistent, n_hat, noisy_n, delta_1, scale)
+
+
+def project(
+    keys: Sequence[tuple[int, ...]],
+    noisy: Sequence[float],
+    noisy_n: int | None,
+    fixed_n: float | None,
+    *,
+    tol: float = 1e-9,
+    max_sweeps: int = 20_000,
+) -> tuple[list[float], float]:
+    """The least-squares projection of the noisy supports (and noisy n) onto the consistent
+    ones: x >= 0, x(J) >= x(I) for J a subset of I, x(I) <= n. Dykstra's alternating
+    projections onto the half-spaces (each a constraint on at most two coordinates), which
+    converge to the Euclidean projection onto their intersection. Post-processing of released
+    values only (no privacy cost); float arithmetic is fine here.
+
+    Returns (consistent supports, n): n is the fixed public n (replace) or the projected noisy
+    n (add/remove), at least 1 so that fractions are defined."""
+    index = {k: i for i, k in enumerate(keys)}
+    m = len(keys)
+    has_n = noisy_n is not None
+    values = [*noisy, float(noisy_n)] if noisy_n is not None else list(noisy)
+    x = np.asarray(values, dtype=np.float64)
+    top = m if has_n else -1  # the coordinate of n (the empty itemset), when it is released
+    # constraints a.x <= b as (i, j, b): x[i] - x[j] <= b (j = -1: x[i] <= b; i = -1: -x[j] <= b)
+    cons: list[tuple[int, int, float]] = []
+    for k, key in enumerate(keys):
+        cons.append((-1, k, 0.0))  # x >= 0
+        if len(key) == 1:
+            if has_n:
+                cons.append((k, top, 0.0))  # x(I) <= n
+            elif fixed_n is not None:
+                cons.append((k, -1, fixed_n))
+        for drop in range(len(key)):
+            sub = key[:drop] + key[drop + 1 :]
+            if sub:
+                cons.append((k, index[sub], 0.0))  # x(I) <= x(J)
+    if has_n:
+        cons.append((-1, top, 0.0))
+    if not _violated(x, cons, tol):
+        return _out(x, m, has_n, fixed_n)
+    incr = np.zeros((len(cons), 2))
+    for _ in range(max_sweeps):
+        before: np.ndarray = x.copy()
+        for c, (i, j, b) in enumerate(cons):
+            # Dykstra: add back this constraint's last correction, project, store the new one
+            if i >= 0:
+                x[i] += incr[c, 0]
+            if j >= 0:
+                x[j] += incr[c, 1]
+            xi = x[i] if i >= 0 else 0.0
+            xj = x[j] if j >= 0 else 0.0
+            excess = xi - xj - b
+            norm = (i >= 0) + (j >= 0)
+            step = excess / norm if excess > 0 else 0.0
+            incr[c] = (step if i >= 0 else 0.0, -step if j >= 0 else 0.0)
+            if i >= 0:
+                x[i] -= step
+            if j >= 0:
+                x[j] += step
+        if float(np.max(np.abs(x - before), initial=0.0)) <= tol * max(1.0, float(np.max(x))):
+            break
+    return _out(x, m, has_n, fixed_n)
+
+
+def _violated(x: np.ndarray, cons: list[tuple[int, int, float]], tol: float) -> bool:
+    for i, j, b in cons:
+        xi = x[i] if i >= 0 else 0.0
+        xj = x[j] if j >= 0 else 0.0
+        if xi - xj - b > tol:
+            return True
+    return False
+
+
+def _out(x: np.ndarray, m: int, has_n: bool, fixed_n: float | None) -> tuple[list[float], float]:
+    values = [max(0.0, float(v)) for v in x[:m]]
+    if has_n:
+        n = max(1.0, float(x[m]), *values)
+    else:
+        assert fixed_n is not None
+        n = max(1.0, fixed_n)
+    return values, n
+
+
+def itemsets_frame(closure: Closure, *, labels: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The closure as mlxtend's frequent-itemset frame: `support` (a fraction of n) and
+    `itemsets` (frozensets), the n to pass as `num_itemsets` in attrs. Itemsets whose
+    consistent support is 0 are left out (their supersets are 0 too: still downward closed).
+    labels: item name -> what the frame shows (use_colnames=False: column positions)."""
+    import pandas as pd
+
+    rows = [
+        (s / closure.n, frozenset(labels[i] for i in names) if labels else frozenset(names))
+        for s, names in zip(closure.consistent, closure.names, strict=True)
+        if s > 0
+    ]
+    frame = pd.DataFrame(rows, columns=["support", "itemsets"])
+    frame.attrs["num_itemsets"] = max(1, round(closure.n))  # mlxtend takes an int
+    return frame
+
+
+def rules_frame(closure: Closure, request: RulesRequest) -> pd.DataFrame:
+    """mlxtend's association_rules on the consistent supports (post-processing)."""
+    import pandas as pd
+    from mlxtend.frequent_patterns import association_rules
+
+    frame = itemsets_frame(closure)
+    if not (frame["itemsets"].map(len) > 1).any():
+        return pd.DataFrame(columns=_RULE_COLUMNS)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # conviction 1/0 = inf, as mlxtend says
+        out = association_rules(
+            frame,
+            num_itemsets=max(1, round(closure.n)),
+            metric=request.metric,
+            min_threshold=request.min_threshold,
+        )
+    return out.sort_values([request.metric, "support"], ascending=False, kind="stable").reset_index(
+        drop=True
+    )
+
+
+def _num(x: Any) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None  # JSON has no inf (conviction of a 1.0 rule)
+
+
+def rules_fields(
+    closure: Closure, rules: pd.DataFrame | None, request: RulesRequest, order: Any
+) -> dict[str, Any]:
+    """The released fields of a rules result (schema dpfim.rules/1); rules None: the closure
+    only (frequent_itemsets)."""
+    by_names = {frozenset(names): i for i, names in enumerate(closure.names)}
+    entries = []
+    for row in [] if rules is None else rules.to_dict("records"):
+        a, c = row["antecedents"], row["consequents"]
+        ai, ci, ui = by_names[a], by_names[c], by_names[a | c]
+        entry = {
+            "antecedents": order(a),
+            "consequents": order(c),
+            "support": _num(row["support"]),
+            "confidence": _num(row["confidence"]),
+            "lift": _num(row["lift"]),
+            "antecedent_support": _num(row["antecedent support"]),
+            "consequent_support": _num(row["consequent support"]),
+            "noisy_supports": {
+                "antecedent": closure.noisy[ai],
+                "consequent": closure.noisy[ci],
+                "both": closure.noisy[ui],
+            },
+        }
+        if request.metric not in entry:
+            entry[request.metric] = _num(row[request.metric])
+        entries.append(entry)
+    itemsets = [
+        {"items": names, "noisy_support": noisy, "consistent_support": round(cons, 6)}
+        for names, noisy, cons in zip(closure.names, closure.noisy, closure.consistent, strict=True)
+    ]
+    fields: dict[str, Any] = {"closure": itemsets}
+    if rules is not None:
+        fields["rules"] = entries
+    if closure.noisy_n is not None:
+        fields["noisy_n"] = closure.noisy_n
+    return fields
+
+
+def rules_ledger(
+    rel: Release,
+    opts_eps: Fraction,
+    eps_closure: Fraction,
+    neighbours: str,
+    closure: Closure,
+) -> dict[str, Any]:
+    """The whole run's ledger: the selection (as the release states it) + the closure's
+    supports and n, once; consistency and rules are post-processing."""
+    sel = rel.ledger  # its top-level eps and delta are the selection's whole cost
+    sel_eps = opts_eps - eps_closure
+    what = "noisy supports of the M itemsets of the downward closure of the selection"
+    if neighbours == "add-remove":
+        what += " and a noisy n (one more coordinate: n is private under add/remove)"
+    steps = [
+        {
+            "step": "selection: the top-K itemsets through the release path",
+            "releases": "the selected itemsets",
+            "eps": amount(sel_eps),
+            "delta": sel["delta"],
+            "ledger": sel,
+        },
+        {
+            "step": f"closure: {what}, each + DLap(Delta/eps_c); Delta = {closure.sensitivity} "
+            f"is the vector's L1 sensitivity (M = {len(closure.keys)}, a function of the "
+            "selection); noise: " + NOISE + " (the discrete Gaussian waits for typed "
+            "accounting); docs/privacy.md, the closure release",
+            "releases": "closure[].noisy_support" + (", noisy_n" if closure.noisy_n else ""),
+            "eps": amount(eps_closure),
+            "delta": amount(Fraction(0)),
+            "sensitivity": closure.sensitivity,
+            "noise_scale": str(closure.scale),
+        },
+        {
+            "step": "consistency (least-squares projection) and mlxtend association_rules: "
+            "post-processing of the released values",
+            "releases": "closure[].consistent_support, rules",
+            "eps": amount(Fraction(0)),
+            "delta": amount(Fraction(0)),
+        },
+    ]
+    return {
+        "neighbours": neighbours,
+        "eps": amount(opts_eps),
+        "delta": sel["delta"],
+        "composition": "basic sequential composition, exact rationals",
+        "split": {
+            "selection": str(1 - eps_closure / opts_eps),
+            "closure supports" + (" and n" if neighbours == "add-remove" else ""): str(
+                eps_closure / opts_eps
+            ),
+        },
+        "steps": steps,
+    }
