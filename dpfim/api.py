@@ -11,7 +11,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,6 @@ from dpfim.params import DEFAULT_ELL_MAX, Number, check_memory, fraction_to_floa
 from dpfim.readers import (
     Records,
     read_universe,
-    resolve_format,
     restrict,
     truncate,
 )
@@ -252,26 +251,16 @@ def mine_file(
         check_memory(max_memory),
         progress,
     )
-    long_cols = record_col is not None or item_col is not None
-    cap = opts.max_record_items
-    given = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression, cap)
-    engines.get(engine).check(given)
-    decided = resolve_format(source, fmt, long_columns_given=long_cols)
+    given = InputSpec(
+        source, fmt, "", sep, record_col, item_col, compression, opts.max_record_items, None, seed
+    )
+    inp = engines.prepare(engine_spec, given)
+    decided = inp.decided
     if precheck is not None:
         precheck(opts)
-    universe = tuple(read_universe(universe_items)) if universe_items is not None else None
-    inp = InputSpec(
-        source,
-        fmt,
-        decided,
-        sep,
-        record_col,
-        item_col,
-        compression,
-        cap,
-        universe,
-        seed,
-    )
+    if universe_items is not None:
+        inp = replace(inp, universe=tuple(read_universe(universe_items)))
+    universe = inp.universe
     source_rng, _ = resolve(seed)  # one source for truncation and mechanism
     opened = engines.open_engine(
         engine_spec, inp, opts.all_sizes, source_rng, warn=diag.warnings.append

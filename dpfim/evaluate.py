@@ -26,7 +26,7 @@ from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.mechanisms import registry
-from dpfim.readers import Records, resolve_format
+from dpfim.readers import Records
 from dpfim.readers.records import truncate, truncation_key
 from dpfim.request import EngineSpec, InputSpec, check_record_cap
 from dpfim.samplers.rng import RandomSource, resolve
@@ -114,12 +114,8 @@ def open_for_evaluation(
     record-length cap, no vocabulary): what `dpfim evaluate` runs on. close() it when done."""
     spec = engine or EngineSpec()
     cap = check_record_cap(max_record_items)
-    inp = InputSpec(source, fmt, fmt, sep, record_col, item_col, compression, cap, None, seed)
-    engines.get(spec.name).check(inp)
-    decided = resolve_format(
-        source, fmt, long_columns_given=record_col is not None or item_col is not None
-    )
-    inp = InputSpec(source, fmt, decided, sep, record_col, item_col, compression, cap, None, seed)
+    given = InputSpec(source, fmt, "", sep, record_col, item_col, compression, cap, None, seed)
+    inp = engines.prepare(spec, given)
     return engines.open_engine(spec, inp, [size], resolve(None)[0])
 
 

@@ -240,7 +240,7 @@ class InputSpec:
 
     source: str  # a path, a URI (Spark) or "-"
     fmt: str  # as given: auto, basket, fimi, long or jsonl
-    decided: str  # the format auto resolved to (from the name only)
+    decided: str = ""  # the format auto resolved to (engines.prepare fills it in)
     sep: str | None = None
     record_col: str | None = None
     item_col: str | None = None

@@ -13,11 +13,12 @@ Apache Spark (the `spark` extra, imported only when asked for).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
+from dpfim.readers import resolve_format
 from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
 
@@ -79,6 +80,16 @@ def get(name: str) -> Engine:
     if name not in ENGINES:
         raise ParameterError(f"--engine must be one of {', '.join(NAMES)}: {name!r}")
     return ENGINES[name]()
+
+
+def prepare(spec: EngineSpec, inp: InputSpec) -> InputSpec:
+    """The engine's usage checks, then the format auto resolves to (from the name only): what
+    mine_file and evaluate both do before any data is read."""
+    get(spec.name).check(inp)
+    long_columns = inp.record_col is not None or inp.item_col is not None
+    return replace(
+        inp, decided=resolve_format(inp.source, inp.fmt, long_columns_given=long_columns)
+    )
 
 
 def open_engine(

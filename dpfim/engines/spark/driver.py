@@ -508,7 +508,6 @@ class _SparkEngine:
                 inp.universe,
                 inp.max_record_items,
                 inp.seed,
-                truncation_key(seed=inp.seed),  # once, here on the driver
             ),
             min(sizes),
             master=spec.master,
