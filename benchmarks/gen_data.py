@@ -7,6 +7,14 @@ OUT_DIR defaults to /tmp/dpfim-bench; never write into the repository. Files:
                                            "900001 900002" planted in 40 % of them: a clear top pair
   long-3M.csv                              order_id,item (header), 3 M orders drawn the same way,
                                            ~31 M rows, one row per item of each order
+With --items (issue 22; each drawn the same way, sizes from --sizes):
+  fimi-tail-1M.dat                         30 % of the lines carry one more id from a long tail:
+                                           log-uniform in [1, 10^12], so most are >= 2^25
+  basket-1M.csv                            the same lines, every retail id spelled as a SKU
+                                           ("SKU-004711-XL") or an EAN-13 barcode (13 digits,
+                                           leading zeros kept), comma-separated
+  jsonl-1M.jsonl                           the same lines as JSON arrays: SKUs as strings,
+                                           a third of the ids as JSON numbers
 Same seed, same bytes.
 """
 
@@ -64,6 +72,56 @@ def write_long(lines: list[bytes], orders: int, path: Path, rng: np.random.Gener
             out.write(b"\n".join(rows) + b"\n")
 
 
+def _spellings(lines: list[bytes], rng: np.random.Generator) -> dict[bytes, bytes]:
+    """Every retail id -> a SKU or an EAN-13 string (one fixed spelling per id)."""
+    ids = sorted({t for line in lines for t in line.split()}, key=int)
+    out = {}
+    for t in ids:
+        if rng.random() < 0.5:
+            out[t] = b"SKU-%06d-%s" % (int(t), rng.choice([b"S", b"M", b"L", b"XL"]))
+        else:
+            out[t] = b"%013d" % int(rng.integers(0, 10**13))
+    out[b"900001"], out[b"900002"] = b"SKU-900001-M", b"4006381333931"
+    return out
+
+
+def write_items(lines: list[bytes], n: int, out_dir: Path, label: str, seed: int) -> None:
+    """The fimi-tail, basket and jsonl files of n records (see the module docstring)."""
+    rng = np.random.default_rng([seed, n, 22])
+    spell = _spellings(lines, rng)
+    tokens = [line.split() for line in lines]
+    planted = PLANTED.split()
+    paths = [out_dir / f"fimi-tail-{label}.dat", out_dir / f"basket-{label}.csv"]
+    paths.append(out_dir / f"jsonl-{label}.jsonl")
+    files = [p.open("wb") for p in paths]
+    try:
+        for start in range(0, n, CHUNK):
+            m = min(CHUNK, n - start)
+            picks = rng.integers(0, len(lines), m).tolist()
+            plant = (rng.random(m) < PLANT_RATE).tolist()
+            tail = np.floor(10 ** rng.uniform(0, 12, m)).astype(np.int64).tolist()
+            has_tail = (rng.random(m) < 0.3).tolist()
+            numeric = rng.random(m) < 1 / 3
+            fimi, basket, jsonl = [], [], []
+            for k in range(m):
+                items = [*planted, *tokens[picks[k]]] if plant[k] else tokens[picks[k]]
+                extra = [b"%d" % tail[k]] if has_tail[k] else []
+                fimi.append(b" ".join([*items, *extra]))
+                names = [spell[t] for t in items]
+                basket.append(b",".join(names))
+                if numeric[k]:
+                    jsonl.append(b"[" + b", ".join(items) + b"]")
+                else:
+                    jsonl.append(b"[" + b", ".join(b'"' + s + b'"' for s in names) + b"]")
+            for f, rows in zip(files, (fimi, basket, jsonl), strict=True):
+                f.write(b"\n".join(rows) + b"\n")
+    finally:
+        for f in files:
+            f.close()
+    for p in paths:
+        print(p, p.stat().st_size)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default="/tmp/dpfim-bench")
@@ -73,6 +131,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--sizes", default="1M,3M,10M")
     parser.add_argument("--long-orders", default="3M")
+    parser.add_argument(
+        "--items",
+        action="store_true",
+        help="only the issue-22 files (fimi-tail, basket, jsonl) of each size",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     repo = Path(__file__).resolve().parent.parent
@@ -80,6 +143,10 @@ def main() -> None:
         parser.error("write the benchmark files outside the repository")
     out.mkdir(parents=True, exist_ok=True)
     lines = _lines(Path(args.data))
+    if args.items:
+        for label in args.sizes.split(","):
+            write_items(lines, _count(label), out, label, args.seed)
+        return
     for label in args.sizes.split(","):
         path = out / f"fimi-{label}.dat"
         write_fimi(lines, _count(label), path, np.random.default_rng([args.seed, _count(label)]))

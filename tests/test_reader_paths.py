@@ -307,3 +307,74 @@ def test_read_ahead_keeps_order_raises_in_order_and_stops_when_closed() -> None:
     with contextlib.closing(pieces):
         next(pieces)
     assert threading.active_count() == before  # the reading thread was stopped and joined
+
+
+def _generated_fimi(seed: int, lines: int) -> bytes:
+    """A seeded FIMI file: long-tail ids up to 10^25, leading zeros, CRLF and LF endings,
+    blank lines, tabs and runs of spaces, duplicates within a line."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(lines):
+        n = int(rng.integers(0, 12))
+        values = (10 ** rng.uniform(0, 25, n)).astype(object)
+        tokens = [str(int(v)) for v in values] + [str(int(rng.integers(0, 50)))] * (n % 3)
+        tokens = [("0" * int(rng.integers(1, 3)) + t) if rng.random() < 0.1 else t for t in tokens]
+        seps = rng.choice([" ", "  ", "\t"], size=len(tokens) + 1).tolist()
+        line = "".join(s + t for s, t in zip(seps, tokens, strict=False)) if tokens else ""
+        out.append(line + ("\r\n" if rng.random() < 0.2 else "\n"))
+    return "".join(out).encode()
+
+
+@pytest.mark.parametrize("chunk", [None, 997, 1 << 14])
+def test_fimi_compiled_reads_any_id_like_the_line_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int | None
+) -> None:
+    """Records and item ids (first-appearance order) equal on a generated file with ~60,000
+    distinct items (past the interner's first table, so it grows mid-chunk)."""
+    path = tmp_path / "f.dat"
+    path.write_bytes(_generated_fimi(22, 12_000))
+    chunks = source.chunks if chunk is None else functools.partial(source.chunks, size=chunk)
+    monkeypatch.setattr(readers, "chunks", chunks)
+    got = []
+    for force in (force_slow_readers, force_fast_readers):
+        force(monkeypatch)
+        records = read_records(path)
+        got.append((records.items, as_rows(records)))
+    assert len(got[0][0]) > 40_000
+    assert got[1] == got[0]
+
+
+def test_fimi_compiled_path_is_taken_on_huge_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the test above: every chunk is read compiled, whatever the ids' size."""
+    from dpfim.readers import fimi
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    force_fast_readers(monkeypatch)
+    out = RecordBuilder(Vocabulary())
+    fimi.read_chunk(b"1 99999999999999999999999999 007\n7 7 0\n", 1, "x", ",", out)
+    fimi.read_chunk(b"33554432 1\n", 3, "x", ",", out)
+    assert out.paths == {"compiled": 2}
+    records = out.build()
+    assert records.items == ["1", "99999999999999999999999999", "007", "7", "0", "33554432"]
+    assert as_rows(records) == [
+        ["007", "1", "99999999999999999999999999"],
+        ["0", "7"],
+        ["1", "33554432"],
+    ]
+
+
+def test_fimi_compiled_forgets_a_bad_chunks_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk with a data error leaves no items behind in the table (the line parser reads it
+    and raises; a caller that goes on would otherwise see ids with no item)."""
+    from dpfim.readers import fimi
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    force_fast_readers(monkeypatch)
+    out = RecordBuilder(Vocabulary())
+    fimi.read_chunk(b"1 2\n", 1, "x", ",", out)
+    with pytest.raises(InputError, match="x:4"):
+        fimi.read_chunk(b"5 6\n7 8\nx\n", 2, "x", ",", out)
+    table = out.scratch["fimi"]
+    assert table.count == 2 and out.vocab.items == ["1", "2"]  # type: ignore[attr-defined]
+    fimi.read_chunk(b"6 5\n", 5, "x", ",", out)
+    assert out.vocab.items == ["1", "2", "6", "5"]

@@ -1,13 +1,14 @@
-"""The compiled FIMI tokeniser (numba): one pass over a chunk of bytes straight to sorted,
+"""The compiled tokenisers (numba): one pass over a chunk of bytes straight to sorted,
 deduplicated item ids. Imported lazily (numba costs ~0.5 s to import) and only for big inputs;
-see dpfim/readers/fimi.py for the policy and the Python side (vocabulary sync, fallbacks).
+see dpfim/readers/fimi.py for the policy and dpfim/readers/interner.py for the Python side (the
+item table, kept in step with the Vocabulary).
 
-`tokenize` accepts exactly what the line parser accepts and reads it the same way, or gives up
-on the whole chunk (it never guesses): bytes are digits, spaces, tabs, `\\n`, and `\\r` only
-right before a `\\n` or as the very last byte of the input; `\\n` ends a record; a record's items
-are its runs of digits. A token maps to an id through `lut` only when it is canonical (no
-leading zero, so its string is `str(value)`) and its value fits; otherwise the chunk goes back
-to the general path. Each record's ids are sorted and deduplicated as it ends.
+Items map to ids through an open-addressing hash table over their bytes (`intern`): an item
+is its byte string, whatever it spells ("007" and "7" are two items, an id of any size is an
+item), ids are numbered in order of first appearance. A tokeniser accepts exactly what the line
+parser accepts and reads it the same way, or gives up on the whole chunk (it never guesses):
+the line parser then reads it and names the bad line. Each record's ids are sorted and
+deduplicated as it ends.
 """
 
 from __future__ import annotations
@@ -17,65 +18,192 @@ from numba import njit
 
 OK = 0
 BAD_BYTE = 1  # a byte the format does not allow (or a lone \r): the line parser names the line
-NOT_CANONICAL = 2  # a token with a leading zero or too long: the general path reads the chunk
-TOO_BIG = 3  # a canonical value past the table: grow the table and try again
-FULL = 4  # more records than `lengths` holds: give a longer one and try again
-UNSEEN = -2  # lut entry of a value not in the (open) vocabulary yet
-_MAX_DIGITS = 9  # values < 10^9 fit in int64 arithmetic and in the table's index range
+FULL = 4  # more records than `lengths` holds: give a longer one and go on from `detail`
+ROOM = 5  # the item table needs more room: grow it (Interner.grow) and go on from `detail`
 _INSERTION_UP_TO = 24
+UNSEEN = -3  # a `lut` entry not filled yet
+_INLINE = 16  # bytes of an item kept in its table slot: shorter items compare there alone
+_MIX1 = np.uint64(0x9E3779B97F4A7C15)
+_MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX3 = np.uint64(0x94D049BB133111EB)
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+MAX_LOAD_NUM, MAX_LOAD_DEN = 3, 4  # at most 3/4 of the slots used
+
+
+@njit(cache=True, nogil=True)
+def span_key(raw: np.ndarray, s: int, e: int) -> tuple[np.uint64, np.uint64, np.uint64]:
+    """(hash, w0, w1) of the item raw[s:e]: w0, w1 are its first 16 bytes, little-endian, padded
+    with 0xFF (a byte no UTF-8 text has), so for items of up to 16 bytes (w0, w1, length) is
+    the item itself; the hash mixes them (and, past 16 bytes, every byte)."""
+    w0 = np.uint64(0xFFFFFFFFFFFFFFFF)
+    w1 = np.uint64(0xFFFFFFFFFFFFFFFF)
+    width = e - s
+    for k in range(min(width, 8)):
+        sh = np.uint64(8 * k)
+        w0 = (w0 & ~(np.uint64(0xFF) << sh)) | (np.uint64(raw[s + k]) << sh)
+    for k in range(8, min(width, 16)):
+        sh = np.uint64(8 * (k - 8))
+        w1 = (w1 & ~(np.uint64(0xFF) << sh)) | (np.uint64(raw[s + k]) << sh)
+    z = w0 ^ (w1 * _MIX1) ^ np.uint64(width)
+    if width > _INLINE:
+        f = _FNV_OFFSET
+        for k in range(s + _INLINE, e):
+            f = (f ^ np.uint64(raw[k])) * _FNV_PRIME
+        z ^= f * _MIX2
+    z = (z ^ (z >> np.uint64(30))) * _MIX2
+    z = (z ^ (z >> np.uint64(27))) * _MIX3
+    return z ^ (z >> np.uint64(31)), w0, w1
+
+
+@njit(cache=True, nogil=True)
+def intern(
+    raw: np.ndarray,
+    s: int,
+    e: int,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    open_vocab: bool,
+) -> int:
+    """The id of the item whose bytes are raw[s:e]: found in the table, or (open vocabulary)
+    numbered next and stored; -1 when a declared vocabulary lacks it; -2 when the table has no
+    room for a new item (nothing was changed).
+
+    The table: `slots`, (2^k, 4) uint64, open addressing with linear probing; a slot holds the
+    item's hash, id + 1 (0: empty) | length << 32, and its first 16 bytes (span_key). Item k's
+    bytes are also arena[starts[k]:starts[k + 1]] (longer items are compared there, and the
+    Vocabulary gets its new strings from there). state[0] is the number of items, state[1] the
+    arena bytes used."""
+    h, w0, w1 = span_key(raw, s, e)
+    mask = slots.shape[0] - 1
+    at = np.int64(h & np.uint64(mask))
+    width = e - s
+    tag = np.uint64(width) << np.uint64(32)
+    while True:
+        meta = slots[at, 1]
+        if meta == 0:
+            break
+        if (
+            slots[at, 0] == h
+            and (meta & np.uint64(0xFFFFFFFF00000000)) == tag
+            and slots[at, 2] == w0
+            and slots[at, 3] == w1
+        ):
+            got = int(meta & np.uint64(0xFFFFFFFF)) - 1
+            if width <= _INLINE:
+                return got
+            base = starts[got]
+            same = True
+            for k in range(_INLINE, width):
+                if arena[base + k] != raw[s + k]:
+                    same = False
+                    break
+            if same:
+                return got
+        at = (at + 1) & mask
+    if not open_vocab:
+        return -1
+    n = state[0]
+    used = state[1]
+    full = MAX_LOAD_DEN * (n + 1) > MAX_LOAD_NUM * slots.shape[0]
+    if full or used + width > arena.shape[0] or n + 2 > starts.shape[0]:
+        return -2
+    for k in range(width):
+        arena[used + k] = raw[s + k]
+    starts[n + 1] = used + width
+    slots[at, 0] = h
+    slots[at, 1] = tag | np.uint64(n + 1)
+    slots[at, 2] = w0
+    slots[at, 3] = w1
+    state[0] = n + 1
+    state[1] = used + width
+    return int(n)
+
+
+@njit(cache=True, nogil=True)
+def rehash(old: np.ndarray, new: np.ndarray, below: int) -> None:
+    """Copy the slots of the items with id < below from the table `old` into the empty `new`
+    (to grow it, or to forget the later items)."""
+    mask = new.shape[0] - 1
+    for k in range(old.shape[0]):
+        meta = old[k, 1]
+        if meta == 0 or np.int64(meta & np.uint64(0xFFFFFFFF)) > below:
+            continue
+        at = np.int64(old[k, 0] & np.uint64(mask))
+        while new[at, 1] != 0:
+            at = (at + 1) & mask
+        for c in range(4):
+            new[at, c] = old[k, c]
+
+
+@njit(cache=True, nogil=True)
+def intern_all(
+    raw: np.ndarray,
+    bounds: np.ndarray,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+) -> int:
+    """Store the items raw[bounds[k]:bounds[k + 1]] (known to be new, in this order); how many
+    were stored before the table ran out of room."""
+    for k in range(bounds.shape[0] - 1):
+        if intern(raw, bounds[k], bounds[k + 1], slots, arena, starts, state, True) < 0:
+            return int(k)
+    return int(bounds.shape[0] - 1)
 
 
 @njit(cache=True, nogil=True)
 def tokenize(
     raw: np.ndarray,
-    lut: np.ndarray,
-    next_id: int,
+    pos: int,
+    n_ids: int,
+    n_rec: int,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
     open_vocab: bool,
+    lut: np.ndarray,
     ids: np.ndarray,
     lengths: np.ndarray,
-    new_values: np.ndarray,
-) -> tuple[int, int, int, int, int]:
-    """(status, number of ids, number of records, number of new values, detail).
+) -> tuple[int, int, int, int]:
+    """FIMI: (status, number of ids, number of records, detail), reading raw from byte `pos`
+    (a line start) with n_ids ids and n_rec records already written.
 
-    ids/lengths receive the records (CSR without indptr); values first seen here get ids
-    next_id, next_id + 1, ... in order of first appearance, are written to lut and listed in
-    new_values. On a status other than OK the caller must undo the new lut entries
-    (new_values[:number of new values]); detail is the byte position (BAD_BYTE,
-    NOT_CANONICAL) or the value (TOO_BIG).
+    Bytes are digits, spaces, tabs, `\\n`, and `\\r` only right before a `\\n` or as the very
+    last byte; `\\n` ends a record; a record's items are its runs of digits, as bytes (so "007"
+    and "7" are different items, and a value of any size is an item). Items first seen here
+    are numbered next, in order of first appearance. ids/lengths receive the records (CSR
+    without indptr), each sorted and deduplicated. On FULL and ROOM, detail is the byte where
+    the unfinished line starts, and the ids and records before it are kept: grow and call
+    again from there. On BAD_BYTE detail is the byte's position.
     """
     n = raw.shape[0]
-    cap = lut.shape[0]
-    n_ids = 0
-    n_rec = 0
-    n_new = 0
-    start = 0
-    i = 0
+    start = n_ids
+    line = pos
+    i = pos
     while i < n:
         c = raw[i]
         if 48 <= c <= 57:
-            j = i
-            value = 0
+            j = i + 1
+            value = np.int64(c - 48)
             while j < n and 48 <= raw[j] <= 57:
-                if j - i < _MAX_DIGITS:
+                if j - i < 9:
                     value = value * 10 + (raw[j] - 48)
                 j += 1
-            width = j - i
-            if (c == 48 and width > 1) or width > _MAX_DIGITS:
-                if open_vocab or c == 48:
-                    return NOT_CANONICAL, n_ids, n_rec, n_new, i
-                i = j  # a declared vocabulary: a canonical value past the table is not in it
-                continue
-            if value >= cap:
-                if open_vocab:
-                    return TOO_BIG, n_ids, n_rec, n_new, value
-                i = j
-                continue
-            got = lut[value]
+            # canonical small values ("7", not "007") go through `lut` first, a direct cache
+            # of the table's answers (UNSEEN: not asked yet)
+            small = (c != 48 or j - i == 1) and j - i <= 9 and value < lut.shape[0]
+            got = lut[value] if small else UNSEEN
             if got == UNSEEN:
-                got = next_id + n_new
-                lut[value] = got
-                new_values[n_new] = value
-                n_new += 1
+                got = intern(raw, i, j, slots, arena, starts, state, open_vocab)
+                if got == -2:
+                    return ROOM, start, n_rec, line
+                if small:
+                    lut[value] = got
             if got >= 0:
                 ids[n_ids] = got
                 n_ids += 1
@@ -83,24 +211,25 @@ def tokenize(
             continue
         if c == 10:
             if n_rec == lengths.shape[0]:
-                return FULL, n_ids, n_rec, n_new, i
+                return FULL, start, n_rec, line
             n_ids = _finish(ids, start, n_ids)
             lengths[n_rec] = n_ids - start
             n_rec += 1
             start = n_ids
+            line = i + 1
         elif c == 13:
             if i + 1 < n and raw[i + 1] != 10:
-                return BAD_BYTE, n_ids, n_rec, n_new, i
+                return BAD_BYTE, n_ids, n_rec, i
         elif c != 32 and c != 9:
-            return BAD_BYTE, n_ids, n_rec, n_new, i
+            return BAD_BYTE, n_ids, n_rec, i
         i += 1
-    if n > 0 and raw[n - 1] != 10:  # a last line without a newline is a record too
+    if n > line:  # a last line without a newline is a record too
         if n_rec == lengths.shape[0]:
-            return FULL, n_ids, n_rec, n_new, n
+            return FULL, start, n_rec, line
         n_ids = _finish(ids, start, n_ids)
         lengths[n_rec] = n_ids - start
         n_rec += 1
-    return OK, n_ids, n_rec, n_new, 0
+    return OK, n_ids, n_rec, 0
 
 
 @njit(cache=True, nogil=True)

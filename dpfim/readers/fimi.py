@@ -3,27 +3,26 @@ separated by spaces or tabs. Items are strings: "007" and "7" are different item
 
 Three paths read a chunk, all to the same records:
 * big inputs (a file of at least COMPILED_FROM bytes, or any chunk after the first): a compiled
-  one-pass tokeniser (numba, dpfim/readers/_compiled.py) that maps canonical tokens ("7", not
-  "007") straight to ids through a table value -> id kept in step with the Vocabulary;
-* otherwise, or when a chunk has a non-canonical token: numpy on the raw bytes (no numba import,
-  so small files start as fast as before);
-* a chunk neither can take (a token of 18+ digits) or that holds an error: the line-by-line
-  parser, which gives the same records and names the first bad line.
+  one-pass tokeniser (numba, dpfim/readers/_compiled.py) that maps each token's bytes straight
+  to an id through a hash table kept in step with the Vocabulary (dpfim/readers/interner.py):
+  any number of digits, leading zeros kept;
+* small inputs (no numba import, so small files start fast): numpy on the raw bytes;
+* a chunk these cannot take (a token of 18+ digits on the numpy path) or that holds an error:
+  the line-by-line parser, which gives the same records and names the first bad line.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
-from dpfim.readers.records import RecordBuilder, Vocabulary
+from dpfim.readers.records import RecordBuilder
 from dpfim.readers.source import parse_lines
 
 _LINE = re.compile(r"[0-9 \t]*")
 COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
-_TABLE_START = 1 << 16
-_TABLE_MAX = 1 << 25  # values -> ids table: at most 128 MB; larger values take the numpy path
 _POW10 = 10 ** np.arange(18, dtype=np.int64)
 _WIDTH_BITS = 5  # token width (<= 17) is packed below the value: key = value * 32 + width
 
@@ -42,93 +41,50 @@ def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBu
     big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
     if big and _compiled(chunk, out):
         return
-    if not _fast(chunk, out):
+    if _fast(chunk, out):
+        out.took("numpy")
+    else:
         _slow(chunk, first_line, name, out)
-
-
-class _Table:
-    """Canonical item value -> id (or UNSEEN / -1), in step with a Vocabulary: the entries the
-    other paths added since the last sync are copied in before each compiled chunk, and the
-    values the compiled path numbers are appended to the Vocabulary in the same order, so one
-    item never gets two ids."""
-
-    def __init__(self, vocab: Vocabulary) -> None:
-        from dpfim.readers import _compiled as kernel
-
-        self.kernel = kernel
-        self.vocab = vocab
-        self.usable = True
-        if vocab.declared:
-            canonical = [s for s in vocab.items if _canonical(s)]
-            top = max((int(s) for s in canonical), default=-1)
-            self.usable = top < _TABLE_MAX and all(len(s) <= 9 for s in canonical)
-            self.lut = np.full(top + 1 if self.usable else 0, -1, dtype=np.int32)
-        else:
-            self.lut = np.full(_TABLE_START, kernel.UNSEEN, dtype=np.int32)
-        self.synced = 0
-        self.lengths = np.zeros(0, dtype=np.int64)
-        self.new = np.zeros(0, dtype=np.int32)
-
-    def sync(self) -> None:
-        items, lut = self.vocab.items, self.lut
-        for k in range(self.synced, len(items)):
-            s = items[k]
-            if _canonical(s) and len(s) <= 9 and int(s) < len(lut):
-                lut[int(s)] = k
-        self.synced = len(items)
-
-    def grow(self, value: int) -> bool:
-        size = len(self.lut)
-        while size <= value:
-            size *= 2
-        if size > _TABLE_MAX:
-            return False
-        lut = np.full(size, self.kernel.UNSEEN, dtype=np.int32)
-        lut[: len(self.lut)] = self.lut
-        self.lut = lut
-        self.synced = 0  # entries past the old table may be in the vocabulary already
-        self.sync()
-        return True
-
-
-def _canonical(s: str) -> bool:
-    return s.isascii() and s.isdigit() and (s[0] != "0" or len(s) == 1)
+        out.took("line parser")
 
 
 def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
-    """Read a chunk with the compiled tokeniser; False when another path must read it."""
+    """Read a chunk with the compiled tokeniser; False when another path must read it (a data
+    error: the line parser names the line)."""
     if "fimi" not in out.scratch:
         try:
-            out.scratch["fimi"] = _Table(out.vocab)
+            from dpfim.readers.interner import Interner
+
+            out.scratch["fimi"] = Interner(out.vocab)
         except ImportError:  # numba missing or broken: the numpy path reads every chunk
             out.scratch["fimi"] = None
-    table = out.scratch["fimi"]
-    if not isinstance(table, _Table) or not table.usable:
+    table: Any = out.scratch["fimi"]
+    if table is None:
         return False
     raw = np.frombuffer(chunk, dtype=np.uint8)
     hint = out.size_hint or 0
     ids = out.reserve(len(chunk) // 2 + 1, hint // 2 + 2)  # tokens are separated: a bound
-    if len(table.new) < len(chunk) // 2 + 1:
-        table.new = np.empty(len(chunk) // 2 + 1, dtype=np.int32)
-    if len(table.lengths) < min(len(chunk) // 8, 1 << 22):
-        table.lengths = np.empty(min(len(chunk) // 8, 1 << 22) + 1, dtype=np.int64)
+    lengths = table.record_lengths(chunk)
+    table.sync()
+    before = table.count
     kernel = table.kernel
-    open_vocab = not table.vocab.declared
+    pos = n_ids = n_rec = 0
     while True:
-        table.sync()
-        status, n_ids, n_rec, n_new, detail = kernel.tokenize(
-            raw, table.lut, len(table.vocab), open_vocab, ids, table.lengths, table.new
+        status, n_ids, n_rec, pos = kernel.tokenize(
+            raw, pos, n_ids, n_rec, *table.tables(), table.open, table.value_cache(), ids, lengths
         )
         if status == kernel.OK:
             break
-        table.lut[table.new[:n_new]] = kernel.UNSEEN  # undo: the chunk is read again
         if status == kernel.FULL:
-            table.lengths = np.empty(chunk.count(b"\n") + 1, dtype=np.int64)
-        elif status != kernel.TOO_BIG or not table.grow(detail):
+            lengths = table.more_lengths(chunk, n_rec)
+        elif status == kernel.ROOM:
+            table.grow(1, 1 << 16)
+        else:
+            table.forget(before)
             return False
-    table.vocab.append_new(str(v) for v in table.new[:n_new].tolist())
-    table.synced = len(table.vocab)
-    out.commit(n_ids, table.lengths[:n_rec].copy())
+    table.publish(before)
+    out.commit(n_ids, lengths[:n_rec].copy())
+    out.took("compiled")
     return True
 
 

@@ -109,6 +109,11 @@ class RecordBuilder:
         self.scratch: dict[str, object] = {}  # a format reader's state across chunks
         self._buf = np.zeros(0, dtype=np.int32)  # ids written in place (reserve/commit)
         self._used = 0
+        self.paths: dict[str, int] = {}  # which reader path read how many chunks (curator-only)
+
+    def took(self, path: str) -> None:
+        """Note that a chunk was read by `path` (for `dpfim mine -v`)."""
+        self.paths[path] = self.paths.get(path, 0) + 1
 
     def add_tokens(self, tokens: Sequence[str], lengths: Sequence[int] | np.ndarray) -> None:
         """Records given as their trimmed tokens, concatenated, and each record's token count."""

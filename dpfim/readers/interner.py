@@ -1,0 +1,132 @@
+"""Item bytes -> ids in compiled code, in step with a Vocabulary (the compiled readers' side).
+
+An `Interner` holds the items of a Vocabulary once more as bytes, in a form the compiled
+tokenisers (dpfim/readers/_compiled.py) read and extend: one byte arena with the items back to
+back (item k is arena[starts[k]:starts[k + 1]]), their 64-bit hashes, and an open-addressing
+table of ids. Ids are the Vocabulary's: before a chunk, the items other paths added since the
+last sync are stored (`sync`); after it, the items the chunk numbered are appended to the
+Vocabulary in the same order (`publish`), so one item never gets two ids and ids stay in order
+of first appearance whichever path read which chunk.
+
+A tokeniser that runs out of room stops at the start of its current line and says so; `grow`
+makes room and it goes on from there (records are lines, so nothing is read twice into a
+record). A chunk given up on (a data error: the line parser reads it and names the line) is
+forgotten (`forget`): the items it numbered leave the table.
+
+Imports numba (through the kernels): construct one only for big inputs.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from dpfim.readers.records import Vocabulary
+
+_START_ITEMS = 1 << 15
+_START_BYTES = 1 << 20
+_LUT = 1 << 20
+
+
+class Interner:
+    def __init__(self, vocab: Vocabulary) -> None:
+        from dpfim.readers import _compiled as kernel
+
+        self.kernel: Any = kernel
+        self.vocab = vocab
+        self.open = not vocab.declared
+        self.slots = np.zeros((2 * _START_ITEMS, 4), dtype=np.uint64)
+        self.starts = np.zeros(_START_ITEMS + 1, dtype=np.int64)
+        self.arena = np.zeros(_START_BYTES, dtype=np.uint8)
+        self.state = np.zeros(2, dtype=np.int64)  # items, arena bytes used
+        self.lengths = np.zeros(0, dtype=np.int64)  # per-chunk record lengths (reused)
+        self.lut = np.zeros(0, dtype=np.int32)  # FIMI: canonical value -> id, a cache
+
+    def value_cache(self) -> np.ndarray:
+        """A direct cache value -> id for canonical numbers below _LUT (FIMI's common case: a
+        hit costs one read of a small table); entries are filled from the table as asked."""
+        if len(self.lut) == 0:
+            self.lut = np.full(_LUT, self.kernel.UNSEEN, dtype=np.int32)
+        return self.lut
+
+    @property
+    def count(self) -> int:
+        return int(self.state[0])
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arguments the kernels take for the table, in their order."""
+        return self.slots, self.arena, self.starts, self.state
+
+    def sync(self) -> None:
+        """Store the Vocabulary's items that are not in the table yet (other paths added them)."""
+        if self.count == len(self.vocab):
+            return
+        data = [s.encode("utf-8") for s in self.vocab.items[self.count :]]
+        raw = np.frombuffer(b"".join(data), dtype=np.uint8)
+        bounds = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in data], out=bounds[1:])
+        done = 0
+        while done < len(data):
+            self.grow(len(data) - done, int(bounds[-1] - bounds[done]))
+            done += self.kernel.intern_all(raw, bounds[done:], *self.tables())
+        assert self.count == len(self.vocab)
+
+    def grow(self, items: int = 1, size: int = 1) -> None:
+        """Room for at least `items` more items of `size` more bytes (and at least double one of
+        the tables that is full)."""
+        n, used = self.count, int(self.state[1])
+        k = self.kernel
+        slots = len(self.slots)
+        while k.MAX_LOAD_DEN * (n + items + 1) > k.MAX_LOAD_NUM * slots:
+            slots *= 2
+        if slots != len(self.slots):
+            self._rehash(slots, n)
+        if n + items + 2 > len(self.starts):
+            cap = max(2 * len(self.starts), n + items + 2)
+            self.starts = _grown(self.starts, cap, n + 1)
+        if used + size > len(self.arena):
+            self.arena = _grown(self.arena, max(2 * len(self.arena), used + size), used)
+
+    def publish(self, before: int) -> None:
+        """Append the items numbered since `before` to the Vocabulary (their ids are next)."""
+        n = self.count
+        if n == before:
+            return
+        base = int(self.starts[before])
+        data = self.arena[base : int(self.starts[n])].tobytes()
+        cuts = (self.starts[before : n + 1] - base).tolist()
+        self.vocab.append_new(data[a:b].decode("utf-8") for a, b in pairwise(cuts))
+
+    def forget(self, before: int) -> None:
+        """Drop the items numbered since `before` (a chunk given up on)."""
+        if self.count == before:
+            return
+        self.state[0] = before
+        self.state[1] = self.starts[before]
+        self._rehash(len(self.slots), before)
+        self.lut.fill(self.kernel.UNSEEN)
+
+    def _rehash(self, size: int, below: int) -> None:
+        old, self.slots = self.slots, np.zeros((size, 4), dtype=np.uint64)
+        self.kernel.rehash(old, self.slots, below)
+
+    def record_lengths(self, chunk: bytes) -> np.ndarray:
+        """Scratch for a chunk's record lengths (grown when a kernel says FULL)."""
+        want = min(len(chunk) // 8, 1 << 22) + 1
+        if len(self.lengths) < want:
+            self.lengths = np.empty(want, dtype=np.int64)
+        return self.lengths
+
+    def more_lengths(self, chunk: bytes, have: int) -> np.ndarray:
+        more = np.empty(max(chunk.count(b"\n") + 1, 2 * len(self.lengths)), dtype=np.int64)
+        more[:have] = self.lengths[:have]
+        self.lengths = more
+        return more
+
+
+def _grown(arr: np.ndarray, size: int, keep: int) -> np.ndarray:
+    out = np.zeros(size, dtype=arr.dtype)
+    out[:keep] = arr[:keep]
+    return out
