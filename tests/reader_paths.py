@@ -8,11 +8,12 @@ from dpfim.readers import basket, fimi, long
 
 
 def force_fast_readers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the readers take their big-input paths on any input: the compiled FIMI tokeniser,
-    whole-chunk splits for quote-free basket chunks, pyarrow's CSV parser for quote-free long
-    CSV chunks, and the compiled long grouping."""
+    """Make the readers take their big-input paths on any input: the compiled FIMI and basket
+    tokenisers (whole-chunk splits for the basket chunks they give back), pyarrow's CSV parser
+    for quote-free long CSV chunks, and the compiled long grouping."""
     monkeypatch.setattr(fimi, "COMPILED_FROM", 0)
     monkeypatch.setattr(basket, "FAST_FROM", 0)
+    monkeypatch.setattr(basket, "COMPILED_FROM", 0)
     monkeypatch.setattr(long, "ARROW_FROM", 0)
     monkeypatch.setattr(long, "COMPILED_FROM", 0)
 
@@ -21,5 +22,6 @@ def force_slow_readers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the readers on their small-input paths whatever the input's size."""
     monkeypatch.setattr(fimi, "COMPILED_FROM", 1 << 62)
     monkeypatch.setattr(basket, "FAST_FROM", 1 << 62)
+    monkeypatch.setattr(basket, "COMPILED_FROM", 1 << 62)
     monkeypatch.setattr(long, "ARROW_FROM", 1 << 62)
     monkeypatch.setattr(long, "COMPILED_FROM", 1 << 62)

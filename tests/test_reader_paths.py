@@ -374,7 +374,76 @@ def test_fimi_compiled_forgets_a_bad_chunks_items(monkeypatch: pytest.MonkeyPatc
     fimi.read_chunk(b"1 2\n", 1, "x", ",", out)
     with pytest.raises(InputError, match="x:4"):
         fimi.read_chunk(b"5 6\n7 8\nx\n", 2, "x", ",", out)
-    table = out.scratch["fimi"]
+    table = out.scratch["interner"]
     assert table.count == 2 and out.vocab.items == ["1", "2"]  # type: ignore[attr-defined]
     fimi.read_chunk(b"6 5\n", 5, "x", ",", out)
     assert out.vocab.items == ["1", "2", "6", "5"]
+
+
+# Basket pieces with CSV quoting: quoted fields (with separators and spaces inside), a quote
+# inside an unquoted field, doubled quotes, unterminated quotes, a character after a closing
+# quote, str.strip's Unicode spaces, CRLF, lone CR.
+QUOTED_PIECES = ['"a"', '"a,b"', '" x "', '""', '"é\u3000"', 'a"b', '"a""b"', '"', "q", "7"]
+QUOTED_PIECES += [",", ",", " ", "\u2028", "\x85", "\xa0", "\u200a", "\u200b", "\ufeff", ";"]
+QUOTED_PIECES += ["\t", "SKU-1", "4006381333931", "\r\n", "\n", "\n", "\r"]
+
+
+@pytest.mark.parametrize("sep", [",", "\t", ";", " "])
+def test_basket_compiled_reads_quotes_like_the_line_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str
+) -> None:
+    path = tmp_path / "f.csv"
+
+    @SETTINGS
+    @given(
+        pieces=st.lists(st.sampled_from(QUOTED_PIECES), max_size=60),
+        chunk=st.sampled_from([None, 1, 9]),
+    )
+    def check(pieces: list[str], chunk: int | None) -> None:
+        content = "".join(pieces).encode()
+        note(repr(content))
+        path.write_bytes(content)
+        slow, fast = read_both(monkeypatch, path, chunk, sep=sep, fmt="basket")
+        assert fast == slow
+
+    check()
+
+
+def test_basket_compiled_path_is_taken_with_quotes_and_keeps_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Guards the tests above: quoted fields and Unicode spaces read compiled, ids in order of
+    first appearance; a doubled quote gives the chunk to the line parser, same ids."""
+    from dpfim.readers import basket
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    force_fast_readers(monkeypatch)
+    out = RecordBuilder(Vocabulary())
+    text = '"b,1", a\u3000,"  c ",a"x"\r\n\n0042,42,"",\u2028\n'
+    basket.read_chunk(text.encode(), 1, "x", ",", out)
+    basket.read_chunk(b'"d""e",b\n', 4, "x", ",", out)
+    assert out.paths == {"compiled": 1, "whole-chunk split": 1} or out.paths == {
+        "compiled": 1,
+        "line parser": 1,
+    }
+    records = out.build()
+    assert records.items == ["b,1", "a", "c", 'a"x"', "0042", "42", 'd"e', "b"]
+    assert as_rows(records) == [["a", 'a"x"', "b,1", "c"], [], ["0042", "42"], ["b", 'd"e']]
+
+
+def test_basket_compiled_honours_the_csv_field_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quoted line with a field past csv's size limit is the line parser's error, named by
+    its line, on every path; an unquoted line has no limit."""
+    import csv
+
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"abcdefghijkl,b\n" + b'"a",abcdefghijkl\n')
+    old = csv.field_size_limit(8)
+    try:
+        slow, fast = read_both(monkeypatch, path, None, fmt="basket")
+    finally:
+        csv.field_size_limit(old)
+    assert fast == slow
+    assert "f.csv:2" in str(fast)

@@ -36,15 +36,19 @@ def span_key(raw: np.ndarray, s: int, e: int) -> tuple[np.uint64, np.uint64, np.
     """(hash, w0, w1) of the item raw[s:e]: w0, w1 are its first 16 bytes, little-endian, padded
     with 0xFF (a byte no UTF-8 text has), so for items of up to 16 bytes (w0, w1, length) is
     the item itself; the hash mixes them (and, past 16 bytes, every byte)."""
-    w0 = np.uint64(0xFFFFFFFFFFFFFFFF)
-    w1 = np.uint64(0xFFFFFFFFFFFFFFFF)
     width = e - s
-    for k in range(min(width, 8)):
-        sh = np.uint64(8 * k)
-        w0 = (w0 & ~(np.uint64(0xFF) << sh)) | (np.uint64(raw[s + k]) << sh)
-    for k in range(8, min(width, 16)):
-        sh = np.uint64(8 * (k - 8))
-        w1 = (w1 & ~(np.uint64(0xFF) << sh)) | (np.uint64(raw[s + k]) << sh)
+    w0 = np.uint64(0)
+    w1 = np.uint64(0)
+    m0 = min(width, 8)
+    for k in range(m0):
+        w0 |= np.uint64(raw[s + k]) << np.uint64(8 * k)
+    if m0 < 8:
+        w0 |= np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(8 * m0)
+    m1 = min(width, 16) - 8
+    for k in range(max(m1, 0)):
+        w1 |= np.uint64(raw[s + 8 + k]) << np.uint64(8 * k)
+    if m1 < 8:
+        w1 = w1 | (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(8 * max(m1, 0)))
     z = w0 ^ (w1 * _MIX1) ^ np.uint64(width)
     if width > _INLINE:
         f = _FNV_OFFSET
@@ -284,3 +288,183 @@ def group(records: np.ndarray, items: np.ndarray, n_records: int) -> tuple[np.nd
         w += m
         lengths[r] = m
     return out[:w], lengths
+
+
+ODD = 6  # a line the line parser reads (a doubled quote, a field past csv's size limit)
+_QUOTE = 34
+_SEP, _LF, _CR, _NUL, _QUOTED = 1, 2, 3, 4, 5  # byte kinds in tokenize_csv
+
+
+@njit(cache=True, nogil=True)
+def _space_at_start(raw: np.ndarray, s: int, e: int) -> int:
+    """The byte length of the str.isspace() character starting raw[s:e], or 0."""
+    c = raw[s]
+    if c == 32 or 9 <= c <= 13 or 28 <= c <= 31:
+        return 1
+    if c == 0xC2 and s + 1 < e and (raw[s + 1] == 0x85 or raw[s + 1] == 0xA0):
+        return 2
+    if s + 2 < e:
+        c1 = raw[s + 1]
+        c2 = raw[s + 2]
+        if c == 0xE1 and c1 == 0x9A and c2 == 0x80:
+            return 3
+        if c == 0xE2 and c1 == 0x80 and (c2 <= 0x8A or c2 == 0xA8 or c2 == 0xA9 or c2 == 0xAF):
+            return 3  # U+2000..U+200A (c2 >= 0x80: a continuation byte), U+2028/9, U+202F
+        if c == 0xE2 and c1 == 0x81 and c2 == 0x9F:
+            return 3
+        if c == 0xE3 and c1 == 0x80 and c2 == 0x80:
+            return 3
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _space_at_end(raw: np.ndarray, s: int, e: int) -> int:
+    """The byte length of the str.isspace() character ending raw[s:e], or 0 (valid UTF-8:
+    a character's lead byte is found by its position alone)."""
+    c = raw[e - 1]
+    if c < 0x80:
+        return 1 if (c == 32 or 9 <= c <= 13 or 28 <= c <= 31) else 0
+    if e - 2 >= s and raw[e - 2] == 0xC2:
+        return 2 if (c == 0x85 or c == 0xA0) else 0
+    if e - 3 >= s and raw[e - 3] >= 0xE0:
+        return 3 if _space_at_start(raw, e - 3, e) == 3 else 0
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def trim(raw: np.ndarray, s: int, e: int) -> tuple[int, int]:
+    """raw[s:e] without the characters str.strip() drops at either end."""
+    while s < e:
+        k = _space_at_start(raw, s, e)
+        if k == 0:
+            break
+        s += k
+    while e > s:
+        k = _space_at_end(raw, s, e)
+        if k == 0:
+            break
+        e -= k
+    return s, e
+
+
+@njit(cache=True, nogil=True)
+def _chars(raw: np.ndarray, s: int, e: int) -> int:
+    count = 0
+    for k in range(s, e):
+        if raw[k] & 0xC0 != 0x80:
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def tokenize_csv(
+    raw: np.ndarray,
+    pos: int,
+    n_ids: int,
+    n_rec: int,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    open_vocab: bool,
+    sep: int,
+    limit: int,
+    ids: np.ndarray,
+    lengths: np.ndarray,
+) -> tuple[int, int, int, int]:
+    """Basket lines (valid UTF-8, an ASCII separator `sep`): as `tokenize`, with basket.py's
+    line parser's fields, each trimmed as str.strip() trims, empty ones no item.
+
+    A line's fields are what the csv module (strict, its default dialect) reads: a field that
+    starts with `"` is quoted up to the next `"`, which must end the line or be followed by
+    `sep`; a `"` elsewhere is an ordinary character; a quote-free line is `line.split(sep)`.
+    `\\r` only right before `\\n` or last (dropped); NUL is an error. Errors (BAD_BYTE: an
+    unterminated quote, a character after a closing quote, a lone `\\r`, NUL) and lines the line
+    parser reads another way (ODD: a doubled quote inside quotes, which is no byte span of the
+    input; a field of `limit` characters or more on a line with a quote, csv's size limit)
+    give the chunk back.
+    """
+    n = raw.shape[0]
+    kind = np.zeros(256, dtype=np.uint8)  # 0: an ordinary byte
+    kind[sep] = _SEP
+    kind[10] = _LF
+    kind[13] = _CR
+    kind[0] = _NUL
+    kind[_QUOTE] = _QUOTED
+    start = n_ids
+    line = pos
+    i = pos
+    quoted = False
+    big = False
+    while line < n:
+        # i: the start of a field
+        if i < n and raw[i] == _QUOTE:
+            quoted = True
+            j = i + 1
+            while j < n and raw[j] != _QUOTE and raw[j] != 10:
+                j += 1
+            if j >= n or raw[j] == 10:
+                return BAD_BYTE, n_ids, n_rec, i  # unexpected end of data
+            fs = i + 1
+            fe = j
+            k = j + 1  # after the closing quote: sep, \n, \r\n or the end
+            if k < n and raw[k] == _QUOTE:
+                return ODD, n_ids, n_rec, j
+            if k < n and kind[raw[k]] == _CR:
+                if not (k + 1 == n or raw[k + 1] == 10):
+                    return BAD_BYTE, n_ids, n_rec, k
+                k += 1
+            elif k < n and kind[raw[k]] != _SEP and kind[raw[k]] != _LF:
+                return BAD_BYTE, n_ids, n_rec, k  # sep expected after the closing quote
+            for q in range(fs, fe):
+                if raw[q] == 0 or raw[q] == 13:
+                    return BAD_BYTE, n_ids, n_rec, q
+        else:
+            j = i
+            while j < n:
+                t = kind[raw[j]]
+                if t == 0:
+                    j += 1
+                elif t == _QUOTED:
+                    quoted = True
+                    j += 1
+                else:
+                    break
+            fs = i
+            fe = j
+            k = j
+            if k < n:
+                t = kind[raw[k]]
+                if t == _NUL:
+                    return BAD_BYTE, n_ids, n_rec, k
+                if t == _CR:
+                    if not (k + 1 == n or raw[k + 1] == 10):
+                        return BAD_BYTE, n_ids, n_rec, k
+                    k += 1
+        if fe - fs >= limit and _chars(raw, fs, fe) >= limit:
+            big = True
+        s, e = trim(raw, fs, fe)
+        if e > s:
+            got = intern(raw, s, e, slots, arena, starts, state, open_vocab)
+            if got == -2:
+                return ROOM, start, n_rec, line
+            if got >= 0:
+                ids[n_ids] = got
+                n_ids += 1
+        if k < n and raw[k] == sep:
+            i = k + 1
+            continue
+        # the line ends at k (its \n, or the end of the chunk)
+        if quoted and big:
+            return ODD, n_ids, n_rec, line
+        if n_rec == lengths.shape[0]:
+            return FULL, start, n_rec, line
+        n_ids = _finish(ids, start, n_ids)
+        lengths[n_rec] = n_ids - start
+        n_rec += 1
+        start = n_ids
+        line = k + 1
+        i = line
+        quoted = False
+        big = False
+    return OK, n_ids, n_rec, 0

@@ -3,13 +3,19 @@
 CSV quoting is honoured within a line (the stdlib csv reader on that one line, strict); a quote
 never opens a field that spans lines, because every line is parsed on its own.
 
-A big chunk (FAST_FROM bytes) with no `"` and no `\r` except in CRLF endings is split with a few
-whole-chunk string operations instead (`_fast`; same records, see there).
+Big inputs (a file of at least COMPILED_FROM bytes, or any chunk after the first) are read by
+a compiled tokeniser (`_compiled`, dpfim/readers/_compiled.py `tokenize_csv`): the same fields,
+quoting and trimming, items mapped to ids by a hash table over their bytes; a chunk it cannot
+read exactly (a doubled quote `""` inside quotes, a non-ASCII separator, an error) goes to the
+paths below. Otherwise a chunk of FAST_FROM bytes with no `"` and no `\r` except in CRLF
+endings is split with a few whole-chunk string operations (`_fast`; same records, see there),
+and the rest line by line.
 """
 
 from __future__ import annotations
 
 import csv
+from typing import Any
 
 import numpy as np
 
@@ -30,12 +36,43 @@ def parse_line(line: str, sep: str) -> list[str]:
 
 
 FAST_FROM = 1 << 20  # chunk bytes from which the whole-chunk split pays
+COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
 
 
 def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
+    hint = out.size_hint
+    big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
+    if big and ord(sep) < 128 and _compiled(chunk, sep, out):
+        out.took("compiled")
+        return
     if len(chunk) >= FAST_FROM and _fast(chunk, sep, out):
+        out.took("whole-chunk split")
         return
     out.add_tokens(*parse_lines(chunk, first_line, name, lambda line: parse_line(line, sep)))
+    out.took("line parser")
+
+
+def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
+    """Read a chunk with the compiled tokeniser; False when another path must read it."""
+    from dpfim.readers.interner import interner
+
+    table = interner(out)
+    if table is None:
+        return False
+    if not chunk.isascii():
+        try:
+            chunk.decode("utf-8")  # the line parser names the line of invalid UTF-8
+        except UnicodeDecodeError:
+            return False
+    kernel, code, limit = table.kernel, ord(sep), csv.field_size_limit()
+
+    def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
+        tables = table.tables()  # as they are now (growing replaces them)
+        return kernel.tokenize_csv(
+            raw, pos, n_ids, n_rec, *tables, table.open, code, limit, ids, lengths
+        )
+
+    return bool(table.read(chunk, out, call) == kernel.OK)
 
 
 def _fast(chunk: bytes, sep: str, out: RecordBuilder) -> bool:

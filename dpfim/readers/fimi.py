@@ -49,41 +49,22 @@ def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBu
 
 
 def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
-    """Read a chunk with the compiled tokeniser; False when another path must read it (a data
-    error: the line parser names the line)."""
-    if "fimi" not in out.scratch:
-        try:
-            from dpfim.readers.interner import Interner
+    """Read a chunk with the compiled tokeniser; False when another path must read it (numba
+    missing, or a data error: the line parser names the line)."""
+    from dpfim.readers.interner import interner
 
-            out.scratch["fimi"] = Interner(out.vocab)
-        except ImportError:  # numba missing or broken: the numpy path reads every chunk
-            out.scratch["fimi"] = None
-    table: Any = out.scratch["fimi"]
+    table = interner(out)
     if table is None:
         return False
-    raw = np.frombuffer(chunk, dtype=np.uint8)
-    hint = out.size_hint or 0
-    ids = out.reserve(len(chunk) // 2 + 1, hint // 2 + 2)  # tokens are separated: a bound
-    lengths = table.record_lengths(chunk)
-    table.sync()
-    before = table.count
-    kernel = table.kernel
-    pos = n_ids = n_rec = 0
-    while True:
-        status, n_ids, n_rec, pos = kernel.tokenize(
-            raw, pos, n_ids, n_rec, *table.tables(), table.open, table.value_cache(), ids, lengths
-        )
-        if status == kernel.OK:
-            break
-        if status == kernel.FULL:
-            lengths = table.more_lengths(chunk, n_rec)
-        elif status == kernel.ROOM:
-            table.grow(1, 1 << 16)
-        else:
-            table.forget(before)
-            return False
-    table.publish(before)
-    out.commit(n_ids, lengths[:n_rec].copy())
+    kernel, lut = table.kernel, table.value_cache()
+
+    def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
+        # the table's arrays as they are now (growing replaces them)
+        tables = table.tables()
+        return kernel.tokenize(raw, pos, n_ids, n_rec, *tables, table.open, lut, ids, lengths)
+
+    if table.read(chunk, out, call) != kernel.OK:
+        return False
     out.took("compiled")
     return True
 

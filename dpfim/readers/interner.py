@@ -18,16 +18,29 @@ Imports numba (through the kernels): construct one only for big inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
-from dpfim.readers.records import Vocabulary
+from dpfim.readers.records import RecordBuilder, Vocabulary
 
 _START_ITEMS = 1 << 15
 _START_BYTES = 1 << 20
 _LUT = 1 << 20
+
+
+def interner(out: RecordBuilder) -> Interner | None:
+    """The compiled readers' table of `out` (one per RecordBuilder, shared by the formats),
+    or None when numba cannot be imported (the other paths read every chunk then)."""
+    if "interner" not in out.scratch:
+        try:
+            out.scratch["interner"] = Interner(out.vocab)
+        except ImportError:
+            out.scratch["interner"] = None
+    got = out.scratch["interner"]
+    return got if isinstance(got, Interner) else None
 
 
 class Interner:
@@ -111,6 +124,34 @@ class Interner:
     def _rehash(self, size: int, below: int) -> None:
         old, self.slots = self.slots, np.zeros((size, 4), dtype=np.uint64)
         self.kernel.rehash(old, self.slots, below)
+
+    def read(self, chunk: bytes, out: RecordBuilder, call: Callable[..., Any]) -> int:
+        """Run a tokeniser over a chunk into `out`: call(raw, pos, n_ids, n_rec, ids, lengths)
+        is the kernel with the table's arguments bound. The kernel's final status: OK (the
+        records are committed, the new items published), or another (nothing is kept: another
+        path must read the chunk)."""
+        kernel = self.kernel
+        raw = np.frombuffer(chunk, dtype=np.uint8)
+        hint = out.size_hint or 0
+        ids = out.reserve(len(chunk) // 2 + 1, hint // 2 + 2)  # items are separated: a bound
+        lengths = self.record_lengths(chunk)
+        self.sync()
+        before = self.count
+        pos = n_ids = n_rec = 0
+        while True:
+            status, n_ids, n_rec, pos = call(raw, pos, n_ids, n_rec, ids, lengths)
+            if status == kernel.OK:
+                break
+            if status == kernel.FULL:
+                lengths = self.more_lengths(chunk, n_rec)
+            elif status == kernel.ROOM:
+                self.grow(1, 1 << 16)
+            else:
+                self.forget(before)
+                return int(status)
+        self.publish(before)
+        out.commit(n_ids, lengths[:n_rec].copy())
+        return int(status)
 
     def record_lengths(self, chunk: bytes) -> np.ndarray:
         """Scratch for a chunk's record lengths (grown when a kernel says FULL)."""
