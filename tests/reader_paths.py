@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from dpfim.readers import basket, fimi, long
+from dpfim.readers import basket, fimi, jsonl, long
 
 
 def force_fast_readers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the readers take their big-input paths on any input: the compiled FIMI and basket
-    tokenisers (whole-chunk splits for the basket chunks they give back), pyarrow's CSV parser
-    for quote-free long CSV chunks, and the compiled long grouping."""
+    """Make the readers take their big-input paths on any input: the compiled FIMI, basket and
+    JSON-lines tokenisers (whole-chunk splits for the basket chunks they give back), pyarrow's
+    CSV parser for quote-free long CSV chunks, and the compiled long grouping."""
     monkeypatch.setattr(fimi, "COMPILED_FROM", 0)
     monkeypatch.setattr(basket, "FAST_FROM", 0)
     monkeypatch.setattr(basket, "COMPILED_FROM", 0)
+    monkeypatch.setattr(jsonl, "COMPILED_FROM", 0)
     monkeypatch.setattr(long, "ARROW_FROM", 0)
     monkeypatch.setattr(long, "COMPILED_FROM", 0)
 
@@ -23,5 +24,6 @@ def force_slow_readers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fimi, "COMPILED_FROM", 1 << 62)
     monkeypatch.setattr(basket, "FAST_FROM", 1 << 62)
     monkeypatch.setattr(basket, "COMPILED_FROM", 1 << 62)
+    monkeypatch.setattr(jsonl, "COMPILED_FROM", 1 << 62)
     monkeypatch.setattr(long, "ARROW_FROM", 1 << 62)
     monkeypatch.setattr(long, "COMPILED_FROM", 1 << 62)

@@ -447,3 +447,100 @@ def test_basket_compiled_honours_the_csv_field_limit(
         csv.field_size_limit(old)
     assert fast == slow
     assert "f.csv:2" in str(fast)
+
+
+# JSON-lines pieces: strings with and without escapes and spaces, integers (negative, zero,
+# "-0", leading zeros, huge), floats, literals, nesting, blank and odd lines, CR.
+JSON_PIECES = ['["a"', '[" b "', "[1", "[-7", "[0", "[-0", "[007", "[1.5", "[1e3", "[true"]
+JSON_PIECES += ['["\\u00e9"', '["\\ud800"', '["x\\ty"', '["é\u3000"', "[12345678901234567890123"]
+JSON_PIECES += [', "a"', ", 2", ",", " ", "\t", "]", "]", "]", "[]", "[[1]]", "{}", '"s"', "null"]
+JSON_PIECES += ["\n", "\n", "\n", "\r\n", "\r", "\u3000", "\x0b", "\ufeff", '"', "x"]
+
+
+def test_jsonl_compiled_reads_like_the_exact_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.jsonl"
+
+    @SETTINGS
+    @given(
+        pieces=st.lists(st.sampled_from(JSON_PIECES), max_size=60),
+        chunk=st.sampled_from([None, 1, 9]),
+    )
+    def check(pieces: list[str], chunk: int | None) -> None:
+        content = "".join(pieces).encode()
+        note(repr(content))
+        path.write_bytes(content)
+        slow, fast = read_both(monkeypatch, path, chunk)
+        assert fast == slow
+
+    check()
+
+
+def test_jsonl_compiled_path_is_taken_and_spells_items_as_json_loads() -> None:
+    """Guards the test above: strings and integers read compiled, each item the exact parser's
+    string; an escape gives the chunk to the exact parser, with the same ids."""
+    from dpfim.readers import jsonl
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    lines = ['[" b ", 1, -25, 0, "1", 12345678901234567890123]', "", "\u3000", "  [ ] "]
+    chunk = ("\n".join(lines) + "\r\n").encode()
+    expected = [jsonl.parse_line(line) for line in lines]
+    mp = pytest.MonkeyPatch()
+    try:
+        force_fast_readers(mp)
+        out = RecordBuilder(Vocabulary())
+        jsonl.read_chunk(chunk, 1, "x", ",", out)
+        jsonl.read_chunk(b'["\\u0062", "c"]\n', 5, "x", ",", out)
+    finally:
+        mp.undo()
+    assert out.paths == {"compiled": 1, "json.loads": 1}
+    records = out.build()
+    assert records.items == ["b", "1", "-25", "0", "12345678901234567890123", "c"]
+    assert as_rows(records)[:4] == [sorted(set(e)) for e in expected]
+    assert as_rows(records)[4] == ["b", "c"]
+
+
+@st.composite
+def clean_jsonl(draw: st.DrawFn) -> bytes:
+    """Lines the compiled scanner reads itself (now and then one it gives back)."""
+    item = st.one_of(
+        st.integers(-(10**30), 10**30).map(str),
+        st.sampled_from(['"a"', '" a "', '"é"', '"\u3000x"', '""', '"SKU-1"', '"7"', "-0"]),
+    )
+    space = st.sampled_from(["", " ", "\t", "  "])
+    lines = []
+    for _ in range(draw(st.integers(0, 12))):
+        items = draw(st.lists(item, max_size=6))
+        sep = draw(space) + "," + draw(space)
+        body = draw(space) + "[" + draw(space) + sep.join(items) + draw(space) + "]" + draw(space)
+        lines.append(draw(st.sampled_from([body] * 8 + ["", " \u3000", "[1.5]"])))
+    ending = draw(st.sampled_from(["\n", "\r\n"]))
+    return (ending.join(lines) + draw(st.sampled_from(["", ending]))).encode()
+
+
+def test_jsonl_compiled_reads_clean_lines_like_the_exact_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpfim.readers import jsonl
+
+    path = tmp_path / "f.jsonl"
+    calls: list[bool] = []
+    real = jsonl._compiled
+
+    def spy(*args: object) -> bool:
+        calls.append(real(*args))  # type: ignore[arg-type]
+        return calls[-1]
+
+    monkeypatch.setattr(jsonl, "_compiled", spy)
+
+    @SETTINGS
+    @given(content=clean_jsonl(), chunk=st.sampled_from([None, 1, 30]))
+    def check(content: bytes, chunk: int | None) -> None:
+        note(repr(content))
+        path.write_bytes(content)
+        slow, fast = read_both(monkeypatch, path, chunk)
+        assert fast == slow
+
+    check()
+    assert calls.count(True) > len(calls) // 3  # the compiled path did most of the reading

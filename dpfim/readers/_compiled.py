@@ -468,3 +468,143 @@ def tokenize_csv(
         quoted = False
         big = False
     return OK, n_ids, n_rec, 0
+
+
+_MAX_INT_DIGITS = 1000  # longer JSON integers go to the exact parser (Python's int limits)
+
+
+@njit(cache=True, nogil=True)
+def _json_space(raw: np.ndarray, i: int, n: int) -> int:
+    """The first position at or after i that is not a space or a tab."""
+    while i < n and (raw[i] == 32 or raw[i] == 9):
+        i += 1
+    return i
+
+
+@njit(cache=True, nogil=True)
+def _line_end(raw: np.ndarray, i: int, n: int) -> int:
+    """1 when raw[i] ends a line (\\n, the end, or \\r right before \\n or last), 0 when not,
+    -1 for a \\r anywhere else (a data error)."""
+    if i >= n or raw[i] == 10:
+        return 1
+    if raw[i] == 13:
+        return 1 if (i + 1 == n or raw[i + 1] == 10) else -1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def tokenize_jsonl(
+    raw: np.ndarray,
+    pos: int,
+    n_ids: int,
+    n_rec: int,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    open_vocab: bool,
+    ids: np.ndarray,
+    lengths: np.ndarray,
+) -> tuple[int, int, int, int]:
+    """JSON lines (valid UTF-8), the common case: each line a flat array of strings without
+    escapes and of integers, spaces and tabs around; as `tokenize` otherwise. A string's item
+    is its text trimmed as str.strip() trims (empty: no item), an integer's is its digits as
+    written (json.dumps(int) gives them back: JSON has no leading zeros; "-0" aside), a blank
+    line (str.isspace) is an empty record. Anything else (an escape, a float, "-0", a control
+    character, nesting, a literal, bad JSON: ODD; NUL or a lone \\r: BAD_BYTE) gives the chunk
+    to the exact parser (jsonl.parse_line), which reads it or names the line.
+    """
+    n = raw.shape[0]
+    start = n_ids
+    line = pos
+    while line < n:
+        i = _json_space(raw, line, n)
+        end = _line_end(raw, i, n)
+        if end < 0:
+            return BAD_BYTE, n_ids, n_rec, i
+        if end == 0 and raw[i] != 91:  # not "[": blank (str.isspace) or the exact parser's
+            j = i
+            while j < n and raw[j] != 10:
+                if raw[j] == 0 or (raw[j] == 13 and _line_end(raw, j, n) < 0):
+                    return BAD_BYTE, n_ids, n_rec, j
+                j += 1
+            stop = j - 1 if raw[j - 1] == 13 else j
+            s, e = trim(raw, i, stop)
+            if e > s:
+                return ODD, n_ids, n_rec, i
+            i = j
+        elif end == 0:
+            i = _json_space(raw, i + 1, n)
+            if i < n and raw[i] == 93:  # "]"
+                i += 1
+            else:
+                while True:
+                    if i >= n:
+                        return ODD, n_ids, n_rec, i
+                    c = raw[i]
+                    if c == 34:  # a string
+                        j = i + 1
+                        while j < n and raw[j] != 34:
+                            if raw[j] == 92 or raw[j] < 32:  # an escape, a control character
+                                return ODD, n_ids, n_rec, j
+                            j += 1
+                        if j >= n:
+                            return ODD, n_ids, n_rec, i
+                        s, e = trim(raw, i + 1, j)
+                        i = j + 1
+                    elif c == 45 or 48 <= c <= 57:  # an integer
+                        j = i + 1 if c == 45 else i
+                        if j >= n or not (48 <= raw[j] <= 57):
+                            return ODD, n_ids, n_rec, i
+                        if raw[j] == 48:
+                            j += 1
+                            if c == 45:
+                                return ODD, n_ids, n_rec, i  # "-0": json.dumps gives "0"
+                        else:
+                            while j < n and 48 <= raw[j] <= 57:
+                                j += 1
+                        if j < n and (
+                            raw[j] == 46 or raw[j] == 101 or raw[j] == 69 or 48 <= raw[j] <= 57
+                        ):
+                            return ODD, n_ids, n_rec, j  # a float, or a leading zero
+                        if j - i > _MAX_INT_DIGITS:
+                            return ODD, n_ids, n_rec, i
+                        s = i
+                        e = j
+                        i = j
+                    else:
+                        return ODD, n_ids, n_rec, i
+                    if e > s:
+                        got = intern(raw, s, e, slots, arena, starts, state, open_vocab)
+                        if got == -2:
+                            return ROOM, start, n_rec, line
+                        if got >= 0:
+                            ids[n_ids] = got
+                            n_ids += 1
+                    i = _json_space(raw, i, n)
+                    if i < n and raw[i] == 44:  # ","
+                        i = _json_space(raw, i + 1, n)
+                        continue
+                    if i < n and raw[i] == 93:
+                        i += 1
+                        break
+                    return ODD, n_ids, n_rec, i
+            i = _json_space(raw, i, n)
+            end = _line_end(raw, i, n)
+            if end < 0:
+                return BAD_BYTE, n_ids, n_rec, i
+            if end == 0:
+                return ODD, n_ids, n_rec, i
+            if i < n and raw[i] == 13:
+                i += 1
+        elif i < n and raw[i] == 13:
+            i += 1
+        # i: the line's \n, or n
+        if n_rec == lengths.shape[0]:
+            return FULL, start, n_rec, line
+        n_ids = _finish(ids, start, n_ids)
+        lengths[n_rec] = n_ids - start
+        n_rec += 1
+        start = n_ids
+        line = i + 1
+    return OK, n_ids, n_rec, 0
