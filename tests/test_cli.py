@@ -587,3 +587,27 @@ def test_shell_completion_works_and_is_documented(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "--compact" in proc.stdout
     for doc in ("README.md", "docs/cli.md"):
         assert "_DPFIM_COMPLETE=bash_source dpfim" in (REPO / doc).read_text(), doc
+
+
+@pytest.mark.parametrize(("name", "content"), [("d.dat", b"1 2\n2 3\n"), ("d.jsonl", b"[1, 2]\n")])
+def test_verbose_says_which_reader_path_read_the_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, content: bytes
+) -> None:
+    """-v names the path that read each chunk (curator-only: a fallback depends on the content);
+    without -v nothing is said."""
+    from reader_paths import force_fast_readers, force_slow_readers
+
+    path = tmp_path / name
+    path.write_bytes(content * 20)
+    args = ["mine", str(path), "--eps", "1", "--delta", "1e-6", "--seed", "1"]
+    force_fast_readers(monkeypatch)
+    code, out, err = run([*args, "-v"])
+    assert code == 0
+    assert f"[curator-only, not private] read by: {path} (" in err
+    assert "): compiled (1 chunk)" in err
+    assert "read by" not in out
+    force_slow_readers(monkeypatch)
+    code, _, err = run([*args, "-v"])
+    assert "compiled" not in err and "read by: " in err
+    code, _, err = run(args)
+    assert code == 0 and "read by" not in err

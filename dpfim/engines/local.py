@@ -632,6 +632,7 @@ class _LocalEngine:
         from dpfim.readers.records import truncation_key
 
         t0 = time.perf_counter()
+        read_paths: list[str] = []
         with memory_phase("reading"):
             records = read_records(
                 inp.source,
@@ -645,6 +646,7 @@ class _LocalEngine:
                 key=truncation_key(seed=inp.seed),  # as every engine derives it
                 progress=spec.progress,
                 warn=warn,
+                paths=read_paths.append,
             )
         read = time.perf_counter() - t0
         with memory_phase("counting"):
@@ -652,6 +654,9 @@ class _LocalEngine:
                 records, sizes, max_memory=spec.max_memory, progress=spec.progress
             )
         opened.timings["read"] = read
+        if read_paths:  # which reader paths read the input: curator-only, like every fact
+            counted = opened.facts
+            opened.facts = lambda: {"read by": "; ".join(read_paths), **counted()}
         return opened
 
 

@@ -68,6 +68,11 @@ _BY_EXTENSION = {
     ".basket": "basket",
 }
 _CHUNK_READERS = {"basket": basket.read_chunk, "fimi": fimi.read_chunk, "jsonl": jsonl.read_chunk}
+_COMPILED_FROM = {  # read at call time: tests move the thresholds
+    "basket": lambda: basket.COMPILED_FROM,
+    "fimi": lambda: fimi.COMPILED_FROM,
+    "jsonl": lambda: jsonl.COMPILED_FROM,
+}
 
 
 def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -> str:
@@ -153,6 +158,7 @@ def read_records(
     progress: bool = False,
     stdin: BinaryIO | None = None,
     warn: Callable[[str], None] | None = None,
+    paths: Callable[[str], None] | None = None,
 ) -> Records:
     """Read a transaction file (or "-" for stdin) into Records.
 
@@ -160,6 +166,8 @@ def read_records(
     source to draw one from (default: the OS CSPRNG).
     warn: receives curator-only warnings (not private), e.g. that a basket file looks like long
     format.
+    paths: receives one curator-only line saying which reader paths read the input (how many
+    chunks each: a fallback can depend on the content), for `dpfim mine -v`.
     """
     src = os.fspath(source)
     check_source(src)
@@ -201,8 +209,8 @@ def read_records(
         read_chunk = _CHUNK_READERS[decided]
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
         with open_input(src, comp, stdin) as (stream, raw, label):
-            # big FIMI inputs: the next chunk is read while the compiled tokeniser runs
-            big = decided == "fimi" and (builder.size_hint or 0) >= fimi.COMPILED_FROM
+            # big inputs: the next chunk is read while a compiled tokeniser runs (it frees the GIL)
+            big = (builder.size_hint or 0) >= _COMPILED_FROM[decided]()
             pieces = prefetched(chunks(_progress(stream, raw, src, progress), name, label), big)
             with contextlib.closing(pieces):
                 for chunk, first in pieces:
@@ -210,6 +218,8 @@ def read_records(
                         looks_long.see(chunk, first, sep)
                     read_chunk(chunk, first, name, sep, builder)
         records = builder.build()
+        if paths is not None:
+            paths(f"{name} ({decided}): {describe_paths(builder.paths)}")
         if looks_long is not None and warn is not None and looks_long.verdict():
             warn(
                 f"{name} looks like long format (a header and two fields a line) but is read "
@@ -219,6 +229,13 @@ def read_records(
     if max_record_items is not None:
         records = truncate(records, max_record_items, key or truncation_key(rng=rng))
     return records
+
+
+def describe_paths(taken: dict[str, int]) -> str:
+    """ "compiled (3 chunks), line parser (1 chunk)"; "no chunks" for an empty input."""
+    if not taken:
+        return "no chunks"
+    return ", ".join(f"{p} ({k} chunk{'' if k == 1 else 's'})" for p, k in taken.items())
 
 
 class _LongLook:
