@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpfim.choices import ACCOUNTANTS
 from dpfim.errors import ParameterError
 from dpfim.params import fraction_to_float
 
@@ -45,7 +46,6 @@ __all__ = [
     "compose",
 ]
 
-ACCOUNTANTS = ("basic", "tight")
 INSTALL_HINT = "the tight accountant needs Google's dp-accounting: pip install 'dpfim[accounting]'"
 
 

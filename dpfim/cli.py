@@ -14,28 +14,23 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dpfim import __version__
-from dpfim import ledger as ledger_mod
-from dpfim.accounting import ACCOUNTANTS
-from dpfim.api import (
+from dpfim.choices import (
+    ACCOUNTANTS,
+    COMPRESSIONS,
+    DEFAULT_CLOSURE_SHARE,
     ENGINES,
+    FORMATS,
+    MECHANISMS,
     NEIGHBOURS,
-    Diagnostics,
-    Options,
-    check_options,
-    mine_file,
-    none_hint,
-    rules_file,
+    RULE_METRICS,
 )
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
-from dpfim.mechanisms import registry
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
-from dpfim.readers import COMPRESSIONS, FORMATS, basket_note
-from dpfim.request import EngineSpec, parse_conf
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
@@ -44,8 +39,38 @@ from dpfim.result import (
     write_bytes,
     write_text,
 )
-from dpfim.rules import DEFAULT_CLOSURE_SHARE
-from dpfim.rules import METRICS as RULE_METRICS
+
+if TYPE_CHECKING:
+    from dpfim import ledger as ledger_mod
+    from dpfim.api import Diagnostics, Options
+
+# Light imports only above this line: `dpfim --help` and `--version` must not pay for numpy,
+# pandas, numba or pyarrow (dpfim.api and the readers are imported when a command runs).
+
+
+def _ledger() -> Any:
+    from dpfim import ledger
+
+    return ledger
+
+
+def _api() -> Any:
+    from dpfim import api
+
+    return api
+
+
+def _basket_note(source: str, fmt: str, *, long_columns_given: bool) -> str | None:
+    from dpfim.readers import basket_note
+
+    return basket_note(source, fmt, long_columns_given=long_columns_given)
+
+
+def _parse_conf(pairs: Any) -> Any:
+    from dpfim.request import parse_conf
+
+    return parse_conf(pairs)
+
 
 CURATOR = "curator-only, not private"
 NO_CAP_WARNING = (
@@ -104,7 +129,7 @@ def engine_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--spark-conf",
             multiple=True,
             metavar="KEY=VALUE",
-            callback=lambda _ctx, _param, pairs: parse_conf(pairs),
+            callback=lambda _ctx, _param, pairs: _parse_conf(pairs),
             help="Spark configuration, repeatable (e.g. spark.driver.memory=2g).",
         ),
     ]
@@ -204,7 +229,7 @@ def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]]
             "--mechanism",
             default="lmm",
             show_default=True,
-            type=click.Choice(registry.NAMES),
+            type=click.Choice(MECHANISMS),
             help="Selection mechanism.",
         ),
         click.option(
@@ -332,13 +357,13 @@ def mine(input_path: str, **opt: Any) -> None:
       dpfim mine hdfs:///orders/ --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
-    result = _release_run(input_path, opt, mine_file)
+    result = _release_run(input_path, opt, _api().mine_file)
     if opt["quiet"]:
         return
     if result["params"]["max_record_items"] == "none":
         _say(NO_CAP_WARNING)
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
-    note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
+    note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
         _say(note)
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
@@ -410,7 +435,12 @@ def rules(input_path: str, **opt: Any) -> None:
             write_text(rules_csv(result), csv_path, flag="--csv")
 
     result = _release_run(
-        input_path, opt, rules_file, extra=extra, outputs={"--csv": csv_path}, after=write_csv
+        input_path,
+        opt,
+        _api().rules_file,
+        extra=extra,
+        outputs={"--csv": csv_path},
+        after=write_csv,
     )
     if not opt["quiet"] and not result["selected"]:
         _say(_none_hint({**opt, "closure_share": opt["closure_share"] or DEFAULT_CLOSURE_SHARE}))
@@ -440,18 +470,18 @@ def _release_run(
     inputs = {
         "INPUT": input_path,
         "--ledger": opt["ledger"],
-        "--ledger's head file": ledger_mod.head_path(opt["ledger"]) if opt["ledger"] else None,
+        "--ledger's head file": _ledger().head_path(opt["ledger"]) if opt["ledger"] else None,
         "--universe-items": opt["universe_items"],
     }
     check_not_overwriting(opt["output"], "-o", inputs)
     for flag, path in (outputs or {}).items():
         check_output_path(path, flag)
         check_not_overwriting(path, flag, {**inputs, "-o": opt["output"]})
-        ledger_mod.refuse_ledger(path, flag)
-    ledger_mod.refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
+        _ledger().refuse_ledger(path, flag)
+    _ledger().refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
     if opt["seed"] is not None:
         _say(SEED_WARNING)
-    diag = Diagnostics()
+    diag = _api().Diagnostics()
     try:
         # -q: an engine's child processes (Spark's JVM) write straight to fd 2; dpfim's own
         # errors are printed after this block, on the real stderr (every engine alike)
@@ -507,7 +537,9 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun 
     if (opt["budget_eps"] is None) != (opt["budget_delta"] is None):
         raise ParameterError("give --budget-eps and --budget-delta together")
     b_eps, b_delta = opt["budget_eps"], opt["budget_delta"]
-    return ledger_mod.LedgerRun(
+    from dpfim.ledger import LedgerRun
+
+    return LedgerRun(
         path=opt["ledger"],
         dataset=opt["dataset"] or input_path,
         mechanism=opt["mechanism"],
@@ -543,7 +575,7 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option("--delta", default="1e-6", show_default=True, help="delta for every run.")
 @click.option(
     "--mechanisms",
-    default=",".join(registry.NAMES),
+    default=",".join(MECHANISMS),
     show_default=True,
     help="Comma-separated mechanisms to compare.",
 )
@@ -615,7 +647,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         raise ParameterError(f"--plot {opt['plot_path']}: dpfim writes PNG; name it *.png")
     for flag in ("csv_path", "plot_path"):
         check_not_overwriting(opt[flag], f"--{flag[:-5]}", {"DATA": input_path})
-        ledger_mod.refuse_ledger(opt[flag], f"--{flag[:-5]}")
+        _ledger().refuse_ledger(opt[flag], f"--{flag[:-5]}")
     if opt["plot_path"] is not None:
         try:
             import matplotlib  # noqa: F401
@@ -629,7 +661,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         raise ParameterError(f"--trials must be at least 1, got {opt['trials']}")
     mechanisms = ev.parse_list(opt["mechanisms"], "--mechanisms")
     chosen = ev.plan(mechanisms, opt["neighbours"])
-    check_options(  # --top, --support-share: usage errors before any data is read
+    _api().check_options(  # --top, --support-share: usage errors before any data is read
         size=opt["size"],
         eps=eps_values[0],
         delta=opt["delta"],
@@ -653,14 +685,16 @@ def evaluate(input_path: str, **opt: Any) -> None:
         compression=opt["compression"],
         max_record_items=opt["max_record_items"],
         seed=opt["seed"],
-        engine=EngineSpec(opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress),
+        engine=_api().EngineSpec(
+            opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress
+        ),
     )
     assert opened.distinct_items is not None
     if opt["universe_size"] is not None and opt["universe_size"] < opened.distinct_items():
         raise ParameterError("--universe-size is smaller than the number of distinct items")
     _say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
     if not opt["quiet"]:
-        note = basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
+        note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
         if note is not None:
             _say(note)
         for mech, why in chosen.skipped:
@@ -742,8 +776,8 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
     Example:
       dpfim ledger verify /var/lib/dpfim/ledger.jsonl
     """
-    lines = ledger_mod.verify(path, expect_head)
-    head = ledger_mod.head(path)
+    lines = _ledger().verify(path, expect_head)
+    head = _ledger().head(path)
     write_text(
         f"{path}: ok, {_plural(lines, 'entry', 'entries')}, hash chain intact, "
         f"head {head.text()}\n",
@@ -755,7 +789,7 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
 @click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
 @click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
 @click.option("--runs", required=True, type=int, help="How many runs the budget must last.")
-@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(registry.NAMES))
+@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(MECHANISMS))
 @click.option("--delta", default=None, help="Each run's delta (mechanisms that spend one).")
 @click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
 @click.option(
@@ -806,7 +840,7 @@ def ledger_head(path: str, init: bool) -> None:
     """
     if init and not os.path.exists(path):
         raise ParameterError(f"{path}: no such ledger file")
-    head = ledger_mod.init_head(path) if init else ledger_mod.head(path)
+    head = _ledger().init_head(path) if init else _ledger().head(path)
     write_text(head.text() + "\n", None)
 
 
@@ -821,7 +855,7 @@ def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
     Example:
       dpfim ledger show ledger.jsonl --dataset orders
     """
-    states = ledger_mod.load(path)
+    states = _ledger().load(path)
     if dataset is not None:
         if dataset not in states:
             known = ", ".join(repr(k) for k in states) or "none"
@@ -864,7 +898,8 @@ def _report(diag: Diagnostics) -> None:
 
 def _none_hint(opt: dict[str, Any]) -> str:
     """Each mechanism's own hint, from the public parameters only."""
-    opts = check_options(
+    api = _api()
+    opts = api.check_options(
         size=opt["size"],
         sizes=opt["sizes"],
         eps=opt["eps"],
@@ -879,7 +914,7 @@ def _none_hint(opt: dict[str, Any]) -> str:
         support_share=opt.get("support_share"),
         closure_share=opt.get("closure_share"),
     )
-    return none_hint(opts, opts.max_record_items)
+    return str(api.none_hint(opts, opts.max_record_items))
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dpfim.accounting import Cost, PureDP, basic
+from dpfim.choices import NEIGHBOURS as NEIGHBOURS
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -31,7 +32,6 @@ ADD_REMOVE_ONLY = tuple(n for n, s in registry.REGISTRY.items() if "replace" not
 PURE = tuple(n for n, s in registry.REGISTRY.items() if s.pure)
 
 DEFAULT_CANDIDATES = 10
-NEIGHBOURS = ("replace", "add-remove")
 
 
 MAX_TOP = 1000

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpfim.accounting import amount
+from dpfim.choices import DEFAULT_CLOSURE_SHARE, RULE_METRICS
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
 from dpfim.params import Number, check_fraction
@@ -48,23 +49,11 @@ if TYPE_CHECKING:
 
 # The stated default split: half of eps selects, half releases the closure's supports (and n
 # under add/remove, as one more coordinate of the same vector).
-DEFAULT_CLOSURE_SHARE = Fraction(1, 2)
 DEFAULT_TOP = 20
 DEFAULT_SIZES = "1-2"
 DEFAULT_METRIC = "confidence"
 DEFAULT_MIN_THRESHOLD = 0.1
-# mlxtend's metrics that need no original data (representativity needs df_orig)
-METRICS = (
-    "confidence",
-    "lift",
-    "support",
-    "leverage",
-    "conviction",
-    "zhangs_metric",
-    "jaccard",
-    "certainty",
-    "kulczynski",
-)
+METRICS = RULE_METRICS  # dpfim/choices.py
 _RULE_COLUMNS = [
     "antecedents",
     "consequents",

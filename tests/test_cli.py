@@ -611,3 +611,29 @@ def test_verbose_says_which_reader_path_read_the_input(
     assert "compiled" not in err and "read by: " in err
     code, _, err = run(args)
     assert code == 0 and "read by" not in err
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_nothing_heavy(flag: str) -> None:
+    """`dpfim --help` / `--version` start without numpy, pandas, numba, pyarrow (issue 22)."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['dpfim', {flag!r}]\n"
+        "try:\n"
+        "    runpy.run_module('dpfim', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('numpy', 'pandas', 'numba', 'pyarrow', 'mpmath', 'scipy')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(dpfim.api.__file__).parent.parent)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_light_choices_are_the_implementations_names() -> None:
+    from dpfim import choices, engines
+    from dpfim.mechanisms import registry
+
+    assert choices.MECHANISMS == registry.NAMES
+    assert choices.ENGINES == engines.NAMES

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from dpfim.choices import COMPRESSIONS, FORMATS
 from dpfim.errors import ParameterError
 from dpfim.params import check_sep
 from dpfim.readers import basket, fimi, jsonl, long
@@ -30,7 +31,6 @@ from dpfim.readers.records import (
     truncation_key,
 )
 from dpfim.readers.source import (
-    COMPRESSIONS,
     chunks,
     decode,
     input_size,
@@ -56,7 +56,6 @@ __all__ = [
     "truncate",
 ]
 
-FORMATS = ("basket", "fimi", "long", "jsonl")
 _BY_EXTENSION = {
     ".dat": "fimi",
     ".jsonl": "jsonl",

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from dpfim.choices import COMPRESSIONS as COMPRESSIONS
 from dpfim.errors import InputError, ParameterError
 
-COMPRESSIONS = ("auto", "none", "gzip", "bz2", "xz")
 _BY_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 # Compressions we recognise by name but cannot read: a clear usage error instead of "not UTF-8".
 _UNSUPPORTED = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".zip": "zip", ".7z": "7z"}
