@@ -110,7 +110,11 @@ class Interner:
         base = int(self.starts[before])
         data = self.arena[base : int(self.starts[n])].tobytes()
         cuts = (self.starts[before : n + 1] - base).tolist()
-        self.vocab.append_new(data[a:b].decode("utf-8") for a, b in pairwise(cuts))
+        if data.isascii():  # byte offsets are character offsets: one decode, then slices
+            text = data.decode("ascii")
+            self.vocab.append_new([text[a:b] for a, b in pairwise(cuts)])
+        else:
+            self.vocab.append_new([data[a:b].decode("utf-8") for a, b in pairwise(cuts)])
 
     def forget(self, before: int) -> None:
         """Drop the items numbered since `before` (a chunk given up on)."""

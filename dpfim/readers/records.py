@@ -60,6 +60,8 @@ class Vocabulary:
         return len(self.items)
 
     def id_of(self, item: str) -> int:
+        if len(self._index) < len(self.items):
+            self._catch_up()
         got = self._index.get(item)
         if got is not None:
             return got
@@ -71,10 +73,13 @@ class Vocabulary:
 
     def append_new(self, items: Iterable[str]) -> None:
         """Append items known to be absent (a compiled reader numbered them already: they get
-        the next ids, in this order)."""
-        for item in items:
-            self._index[item] = len(self.items)
-            self.items.append(item)
+        the next ids, in this order). The string -> id index catches up only when a path that
+        asks it (id_of) runs: a big input read by the compiled readers alone never builds it."""
+        self.items.extend(items)
+
+    def _catch_up(self) -> None:
+        start = len(self._index)
+        self._index.update(zip(self.items[start:], range(start, len(self.items)), strict=True))
 
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
         """The ids (int64, -1 = dropped) of a chunk of trimmed tokens."""
