@@ -334,6 +334,8 @@ def _space_at_end(raw: np.ndarray, s: int, e: int) -> int:
 @njit(cache=True, nogil=True)
 def trim(raw: np.ndarray, s: int, e: int) -> tuple[int, int]:
     """raw[s:e] without the characters str.strip() drops at either end."""
+    if s < e and 32 < raw[s] < 128 and 32 < raw[e - 1] < 128:
+        return s, e  # the common case: no space of any kind at either end
     while s < e:
         k = _space_at_start(raw, s, e)
         if k == 0:
