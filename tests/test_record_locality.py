@@ -33,7 +33,8 @@ from dpfim.readers import Records, read_records
 @pytest.fixture(autouse=True, params=["small-input paths", "big-input paths"])
 def reader_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every property twice: as shipped (small inputs take the numpy and line parsers) and with
-    the big-input paths forced on (compiled FIMI tokeniser, arrow CSV, compiled grouping)."""
+    the big-input paths forced on (the compiled FIMI, basket and JSON-lines tokenisers, arrow
+    CSV, compiled grouping)."""
     if request.param == "big-input paths":
         force_fast_readers(monkeypatch)
 
