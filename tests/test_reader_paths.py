@@ -544,3 +544,27 @@ def test_jsonl_compiled_reads_clean_lines_like_the_exact_parser(
 
     check()
     assert calls.count(True) > len(calls) // 3  # the compiled path did most of the reading
+
+
+def test_truncating_in_place_keeps_what_a_copy_keeps() -> None:
+    """read_records truncates its own fresh records in place (no second copy of the ids): the
+    same records as the copying truncation, for random records and keys."""
+    from dpfim.readers.records import truncate, truncation_key
+
+    rng = np.random.default_rng(23)
+    moved_in_place = 0
+    for trial in range(30):
+        rows = [
+            sorted(set(rng.integers(0, 40, int(rng.integers(0, 30))).tolist())) for _ in range(50)
+        ]
+        rows += [list(range(3))] * int(rng.integers(0, 200_000))  # few truncated: moved in place
+        records = readers.from_transactions([[str(x) for x in r] for r in rows])
+        key = truncation_key(seed=trial)
+        limit = int(rng.integers(3, 12))
+        copied = truncate(records, limit, key)
+        fresh = Records(records.items, records.indptr.copy(), records.indices.copy())
+        moved = truncate(fresh, limit, key, in_place=True)
+        assert np.array_equal(moved.indptr, copied.indptr)
+        assert np.array_equal(moved.indices, copied.indices)
+        moved_in_place += np.shares_memory(moved.indices, fresh.indices)
+    assert 3 < moved_in_place < 30  # both branches ran

@@ -226,7 +226,8 @@ def read_records(
                 "--item-col, or --format basket to silence this"
             )
     if max_record_items is not None:
-        records = truncate(records, max_record_items, key or truncation_key(rng=rng))
+        # the records were just read and are ours: truncate without a second copy of the ids
+        records = truncate(records, max_record_items, key or truncation_key(rng=rng), in_place=True)
     return records
 
 

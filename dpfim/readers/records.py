@@ -230,7 +230,9 @@ def truncation_key(seed: int | None = None, rng: RandomSource | None = None) -> 
     return secrets.token_bytes(KEY_BYTES)
 
 
-def truncate(records: Records, limit: int, key: bytes | RandomSource) -> Records:
+def truncate(
+    records: Records, limit: int, key: bytes | RandomSource, *, in_place: bool = False
+) -> Records:
     """Keep `limit` items of each longer record, a uniformly random subset (record-local, SPEC §3).
 
     The subset is a function of the record alone and of a secret per-run key: the `limit` items
@@ -243,6 +245,9 @@ def truncate(records: Records, limit: int, key: bytes | RandomSource) -> Records
     key is drawn independently of the data and never released; neighbouring inputs still differ
     in one (truncated) record for every key, so the mechanisms' guarantees hold for each key and
     hence for the mixture (docs/privacy.md, "Record-length cap").
+
+    in_place: the kept ids are moved left within records.indices instead of copied (no second
+    array of the size of the data: for a caller that owns the records and drops them).
     """
     lengths = np.diff(records.indptr)
     if not (lengths > limit).any():
@@ -263,4 +268,15 @@ def truncate(records: Records, limit: int, key: bytes | RandomSource) -> Records
         keep[np.asarray(rank[limit:], dtype=np.int64) + start] = False
     kept_lengths = np.minimum(lengths, limit)
     indptr = np.concatenate(([0], np.cumsum(kept_lengths))).astype(np.int64)
-    return Records(records.items, indptr, records.indices[keep])
+    dropped = np.flatnonzero(~keep)
+    if not in_place or len(dropped) > 1 + len(keep) // 256:  # many runs: one vectorised copy
+        return Records(records.items, indptr, records.indices[keep])
+    ids = records.indices
+    write = int(dropped[0])
+    bounds = [*dropped[1:].tolist(), len(ids)]
+    for gone, stop in zip(dropped.tolist(), bounds, strict=True):
+        run = stop - gone - 1  # the kept ids between this dropped one and the next
+        if run:
+            ids[write : write + run] = ids[gone + 1 : stop].copy()
+            write += run
+    return Records(records.items, indptr, ids[:write])
