@@ -13,6 +13,7 @@ import gzip
 import itertools
 import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -247,3 +248,45 @@ def test_reader_choice_gives_the_same_records(spark: Any, tmp_path: Path, reader
         remote.close()
     finally:
         spark.conf.unset("spark.dpfim.reader")
+
+
+def test_ranges_match_the_local_readers_on_the_compiled_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above with the big-input paths forced on (the compiled FIMI, basket and JSON-lines
+    tokenisers) in the workers and locally; the records and each range's item ids in order
+    of first appearance."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/reader_paths.py
+    try:
+        from reader_paths import force_fast_readers
+    finally:
+        sys.path.pop(0)
+    force_fast_readers(monkeypatch)
+
+    @settings(
+        max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        fmt=st.sampled_from(sorted(FORMATS)),
+        pieces=st.lists(st.sampled_from(NASTY), max_size=40),
+        cuts=st.lists(st.integers(0, 80), max_size=6),
+    )
+    def check(fmt: str, pieces: list[bytes], cuts: list[int]) -> None:
+        content = b"".join(pieces)
+        path = tmp_path / ("f" + FORMATS[fmt])
+        path.write_bytes(content)
+        expected = local(path)
+        got = in_ranges(path, fmt, cuts)
+        if isinstance(expected, Counter) or isinstance(got, Counter):
+            assert got == expected
+        if isinstance(expected, Counter):  # one range: ids in order of first appearance
+            uri = path.resolve().as_uri()
+            whole = ByteRange(uri, 0, path.stat().st_size, "none")
+            reader, sep = ("basket", "\t") if fmt == "tsv" else (fmt, ",")
+            items = [
+                i for b in read.read_ranges(reader, sep, None, [whole]) for i in b.records.items
+            ]
+            kw = {"sep": sep} if fmt == "tsv" else {}
+            assert items == read_records(path, **kw).items  # type: ignore[arg-type]
+
+    check()
