@@ -25,11 +25,12 @@ Exact laws: lmm-tight and limited-domain as benchmarks/tight_exact.py (closed fo
 offset, truncation <= 1e-14); lmm-floor the same way (below); lmm and lmm-gap as intervals from
 tight_exact.lmm_gap_exact (width < 1e-6 here); stability and choosing in closed form; em in closed
 form; noisy-max-laplace and permute-and-flip by adaptive quadrature of a one-dimensional integral
-(scipy.integrate.quad; its error estimate is below 1e-9 in every cell; these two are numerical
-integrals, not sums, and are marked "q" in the CSV).
+(scipy.integrate.quad; the largest error estimate is printed at the end; these two are numerical
+integrals, not sums).
 
-lmm-floor (docs/privacy.md §22): given G = g the tested ranks pass independently,
-P(pass at l_j | g) = P(nu > T_j + g - F_j); P(top) = sum_g P(G = g) [sum_j prod_(i<j)(1 - p_i)
+lmm-floor (docs/privacy.md §22): G >= 0 is one-sided geometric; given G = g the tested ranks
+(shallowest first) pass independently, P(pass at l_j | g) = P(nu > T_j + g - F_j);
+P(top) = sum_g P(G = g) [sum_j prod_(i<j)(1 - p_i)
 p_j P_LD(top | l_j, alpha) + prod_j (1 - p_j) P_LD(top | l_d, eps - eps1)].
 """
 
@@ -49,13 +50,15 @@ from scipy import integrate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import tight_exact as te  # noqa: E402
+import itertools
 
-from dpfim.mechanisms import lmm_floor as lf  # noqa: E402
-from dpfim.mechanisms import registry  # noqa: E402
-from dpfim.mechanisms.baselines import choosing_threshold, stability_threshold  # noqa: E402
-from dpfim.mechanisms.thresholds import paper_split  # noqa: E402
-from dpfim.params import DEFAULT_ELL_MAX  # noqa: E402
+import tight_exact as te
+
+from dpfim.mechanisms import lmm_floor as lf
+from dpfim.mechanisms import registry
+from dpfim.mechanisms.baselines import choosing_threshold, stability_threshold
+from dpfim.mechanisms.thresholds import paper_split
+from dpfim.params import DEFAULT_ELL_MAX
 
 DELTA = Fraction(1, 10**6)
 EPSILONS = ("0.1", "0.5", "1", "2")
@@ -64,6 +67,7 @@ LEADS = (10, 15, 20, 25, 30, 40, 60)
 NEAR_K = (2, 5, 10, 50)
 TIED_T = (2, 5, 20)
 RECORD_ITEMS = 10  # choosing's B
+QUAD_ERR = [0.0]  # the largest error estimate of a quadrature so far (printed by main)
 
 
 @dataclass
@@ -135,18 +139,19 @@ def profiles(r: int) -> Iterator[Shape]:
 
 
 def floor_exact(prof: te.Profile, eps: Fraction, delta: Fraction, default_rank: int = 10) -> float:
-    """Exact P(top) of lmm-floor (open universe, ell_max = 2^40); truncation <= 1e-14."""
+    """Exact P(top) of lmm-floor (open universe, ell_max = 2^40): the offset G >= 0 summed up to
+    B with P(G > B) = q^(B+1) <= 1e-14, the ranks in the code's order (`lmm_floor.ranks`)."""
     sp = lf.make_split(eps, delta)
-    tested = lf.ranks(default_rank, DEFAULT_ELL_MAX)
     q1, q2 = math.exp(-float(sp.eps1)), math.exp(-float(sp.eps2))
-    g, pg, _ = te._offset_support(q1)
-    alive = pg.copy()
+    b = math.ceil(math.log(1e-14) / math.log(q1))
+    g = np.arange(0, b + 1, dtype=np.int64)
+    alive = (1 - q1) * np.power(q1, g.astype(np.float64))  # P(G = g and no pass so far)
     lid = -math.log(float(delta))
     c1 = prof.c1
     p = 0.0
-    for rank in tested:
+    for rank in lf.ranks(default_rank, DEFAULT_ELL_MAX):
         f = c1 - prof.c(rank + 1)
-        pas = te._dlap_tail(q2, lf.threshold(rank, sp) + g - f + 1)
+        pas = te._dlap_tail(q2, lf.threshold(rank, sp) + g - f + 1)  # nu >= T + g - F + 1
         mass = float((alive * pas).sum())
         alive = alive * (1 - pas)
         if mass > 1e-18:
@@ -189,10 +194,11 @@ def _noisy_max_quad(shape: Shape, eps: Fraction, kind: str) -> float:
     pts = sorted({0.0, *(-d for d, _ in rest if -d > lo)})
     total, err = 0.0, 0.0
     edges = [lo, *[p for p in pts if p > lo], 60 * b + c1]
-    for a, z in zip(edges, edges[1:], strict=False):
+    for a, z in itertools.pairwise(edges):
         if z > a:
             v, e = integrate.quad(integrand, a, z, limit=400, epsabs=1e-12, epsrel=1e-10)
             total, err = total + v, err + e
+    QUAD_ERR[0] = max(QUAD_ERR[0], err)
     return total
 
 
@@ -205,8 +211,10 @@ def stability_exact(prof: te.Profile, eps: Fraction, delta: Fraction) -> float:
     return float(te._dlap_tail(q, np.array([k]))[0])
 
 
-def choosing_exact(shape: Shape, eps: Fraction, delta: Fraction) -> float:
-    k = math.comb(RECORD_ITEMS, shape.r)
+def choosing_exact(
+    shape: Shape, eps: Fraction, delta: Fraction, record_items: int = RECORD_ITEMS
+) -> float:
+    k = math.comb(record_items, shape.r)
     q = math.exp(-float(eps) / 4)
     c1, t = shape.groups[0]
     pas = float(te._dlap_tail(q, np.array([choosing_threshold(eps, delta, k) - c1 + 1]))[0])
@@ -215,16 +223,39 @@ def choosing_exact(shape: Shape, eps: Fraction, delta: Fraction) -> float:
     return pas * t / z
 
 
-def all_exact(shape: Shape, eps: Fraction, delta: Fraction = DELTA) -> dict[str, float]:
-    """P(top) of every registered mechanism on one shape (keys: registry names)."""
-    prof = shape.profile()
+# The shared data (../shared/data/README.md): distinct items V and the longest record B.
+SHARED = {
+    "retail.dat": (16470, 76),
+    "T10I4D100K.dat": (870, 29),
+    "BMS-WebView-2.dat": (3340, 161),
+    "groceries.csv": (169, 32),
+    "mushroom.dat": (119, 23),
+}
+
+
+def all_exact(
+    shape: Shape,
+    eps: Fraction,
+    delta: Fraction = DELTA,
+    prof: te.Profile | None = None,
+    record_items: int = RECORD_ITEMS,
+) -> dict[str, float]:
+    """P(top) of every registered mechanism on one shape (keys: registry names). With `prof`
+    given (a shared data set's top counts, maybe incomplete), the mechanisms that need every
+    nonzero count (em, noisy-max-laplace, permute-and-flip, choosing) are NaN unless it is
+    complete."""
+    complete = prof is None or prof.complete
+    prof = shape.profile() if prof is None else prof
     out: dict[str, float] = {}
     for name in registry.NAMES:
+        if not complete and name in ("em", "noisy-max-laplace", "permute-and-flip", "choosing"):
+            out[name] = math.nan
+            continue
         if name == "lmm":
-            lo, hi, err = te.lmm_gap_exact(prof, eps, delta, split=paper_split(eps, delta))
-            out[name] = (lo + hi) / 2
+            lo, hi, _ = te.lmm_gap_exact(prof, eps, delta, split=paper_split(eps, delta))
+            out[name] = (lo + hi) / 2  # an interval of width < 1e-6 here (module docstring)
         elif name == "lmm-gap":
-            lo, hi, err = te.lmm_gap_exact(prof, eps, delta)
+            lo, hi, _err = te.lmm_gap_exact(prof, eps, delta)
             out[name] = (lo + hi) / 2
         elif name == "lmm-tight":
             out[name] = te.tight_exact(prof, te.TightParams.shipped(eps, delta)).p_top
@@ -241,7 +272,7 @@ def all_exact(shape: Shape, eps: Fraction, delta: Fraction = DELTA) -> dict[str,
         elif name == "stability":
             out[name] = stability_exact(prof, eps, delta)
         elif name == "choosing":
-            out[name] = choosing_exact(shape, eps, delta)
+            out[name] = choosing_exact(shape, eps, delta, record_items)
         else:
             raise KeyError(f"no exact P(top) for {name}")
     return out
@@ -268,16 +299,46 @@ def all_exact_one(name: str, shape: Shape, eps: Fraction) -> float:
     return all_exact(shape, eps)[name]
 
 
+def shared(data: str, eps_list: list[str], sizes: list[int], depth: int) -> list[dict[str, object]]:
+    """Every mechanism on the shared data sets (top `depth` counts, cached like tight_exact)."""
+    rows: list[dict[str, object]] = []
+    for ds, (vocab, longest) in SHARED.items():
+        for r in sizes:
+            prof = te.load_profile(data, ds, r, depth, Path("/tmp/dpfim-tight-exact"))
+            vals, mult = np.unique(prof.counts, return_counts=True)
+            shape = Shape(
+                ds.split(".")[0],
+                [(int(v), int(m)) for v, m in zip(vals[::-1], mult[::-1], strict=False)],
+                vocab,
+                r,
+            )
+            for e in eps_list:
+                p = all_exact(shape, Fraction(e), prof=prof, record_items=longest)
+                rows.append({"shape": shape.name, "r": r, "eps": e, **p})
+                print(
+                    f"{shape.name:13s} r={r} eps={e:4s} "
+                    + " ".join(f"{n}={v:.4f}" for n, v in p.items()),
+                    flush=True,
+                )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--shared", default=None, help="DATA_DIR: the shared data instead of the grid")
+    ap.add_argument("--depth", type=int, default=2**20 + 1)
     ap.add_argument("--eps", default=",".join(EPSILONS))
     ap.add_argument("--r", default="1,2,3")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--lone", action="store_true", help="also the lead needed for 0.9 at eps=1")
     args = ap.parse_args()
     names = list(registry.NAMES)
-    rows = []
-    for r in (int(x) for x in args.r.split(",")):
+    rows: list[dict[str, object]] = []
+    if args.shared:
+        rows = shared(
+            args.shared, args.eps.split(","), [int(x) for x in args.r.split(",")], args.depth
+        )
+    for r in [] if args.shared else (int(x) for x in args.r.split(",")):
         for shape in profiles(r):
             for e in args.eps.split(","):
                 p = all_exact(shape, Fraction(e))
@@ -293,6 +354,7 @@ def main() -> None:
             w.writeheader()
             for row in rows:
                 w.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in row.items()})
+    print(f"largest quadrature error estimate: {QUAD_ERR[0]:.1e}")
     if args.lone:
         for n in ("lmm-floor", "lmm-tight", "limited-domain", "em"):
             print(n, "lead for 0.9 at eps=1, r=2:", lone_lead(n, Fraction(1), 2))

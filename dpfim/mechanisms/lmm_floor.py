@@ -1,9 +1,10 @@
-"""lmm-floor: lmm-tight's search and selection with limited-domain as the answer when no rank passes.
+"""lmm-floor: lmm-tight's search and selection, limited-domain's answer when no rank passes.
 
 1. Search the ranks l_1 < l_2 < ... (the powers of two above the default rank l_d = --candidates,
-   below a declared universe's size and at most ell_max) with one sparse-vector pass on the gaps
-   F_j = c(1) - c(l_j + 1): a shared offset G ~ DLap(1/eps1), per-rank noise nu_j ~ DLap(1/eps2);
-   stop at the first j with F_j + nu_j - G > T_j.
+   at most 4096, below a declared universe's size and at most ell_max), shallowest first, with one
+   sparse-vector pass on the gaps F_j = c(1) - c(l_j + 1): a shared ONE-SIDED offset
+   G ~ Geometric(1/eps1) on {0, 1, ...}, per-rank noise nu_j ~ DLap(1/eps2); stop at the first j
+   with F_j + nu_j - G > T_j.
 2. Select with the thresholded exponential mechanism (limited-domain with k-bar = l): each of the
    top l with weight exp(a c(I)), "none" with weight (l/delta) exp(a (c(l+1) + 1)). After a pass
    at l_j: l = l_j, a = alpha = eps - eps1 - eps2. No pass: l = l_d and a = eps - eps1 (the
@@ -18,10 +19,11 @@ Privacy
 Neighbours: add/remove-one record ONLY (every count, hence every order statistic, moves by 0 or
 +1, or by 0 or -1). Cost: (eps, delta)-DP for the release (l, I), with eps = eps1 + eps2 + alpha.
 The search is pure DP: eps1 for "no pass" (the offset alone), eps1 + eps2 for a pass at l_j,
-whatever the thresholds (docs/privacy.md §22, Lemma S'); the selection is (a, delta)-DP for every
-fixed l (§18.4, Lemma T); every output spends eps1 + eps2 + alpha = eps1 + (eps - eps1) = eps,
-and delta is the selection's alone (§22.4). The split, the ranks and the thresholds are functions
-of the public parameters only (eps, delta, ell_max, candidates, a declared universe size).
+whatever the thresholds (docs/privacy.md §22, Lemma S'; the offset only ever needs shifting up by
+0 or 1 between neighbours, so a one-sided law with P(g) <= e^eps1 P(g + 1) suffices); the
+selection is (a, delta)-DP for every fixed l (§18.4, Lemma T); every output spends
+eps1 + eps2 + alpha = eps1 + (eps - eps1) = eps, and delta is the selection's alone (§22.5).
+The split, the ranks and the thresholds are functions of the public parameters only (eps, delta, ell_max, candidates, a declared universe size).
 Preconditions: counts exact; exact discrete noise from the injected RandomSource; exact
 (certified) sampling of the selection; n never released.
 """
@@ -38,29 +40,32 @@ from dpfim.errors import ParameterError
 from dpfim.mechanisms.base import ADD_REMOVE, Mechanism, Outcome, Public, RankedCounts, Steps
 from dpfim.mechanisms.baselines import round_up, run_limited_domain
 from dpfim.params import DEFAULT_ELL_MAX, log_fraction
-from dpfim.samplers.laplace import discrete_laplace
+from dpfim.samplers.laplace import discrete_laplace, geometric
 from dpfim.samplers.rng import RandomSource
 
 NAME = "lmm-floor"
 DEFAULT_RANK = 10  # l_d when --candidates is not given (limited-domain's k-bar)
 
 # The data-independent parameters (utility only: docs/privacy.md §22 holds for every split
-# eps1 + eps2 + alpha = eps, eps1, eps2, alpha > 0, and every data-independent T_j, chosen from
+# eps1 + eps2 + alpha = eps with eps1, eps2, alpha > 0 and every data-independent T_j, chosen from
 # the public parameters). Chosen on exact P(top) of the grid of benchmarks/select_grid.py and of
-# the shared data (docs/evaluation.md, "lmm-floor"): the search gets a few percent of eps, so
-# that the answer where no rank passes (limited-domain at l_d) loses little against
-# limited-domain, and so does the selection after a pass.
-EPS1_SHARE = Fraction(1, 100)  # offset G ~ DLap(1/eps1): eps1 = eps/100
+# the shared data (docs/evaluation.md, "lmm-floor (issue 24)").
+# eps1 = min(eps/20, 1/100): the offset's scale is 100 records from eps = 1/5 on. A pass needs
+# c(1) - c(l+1) above T_j + G, so a tie or wall of width l is passed with probability about
+# 1 - e^(-eps1 (gap - T_j)): that wants eps1 large in records; the answer where nothing passes
+# (limited-domain at l_d with eps - eps1) loses about 4 eps1/eps in P(top) at its steepest: that
+# wants eps1 small relative to eps. An absolute eps1 serves both at eps >= 1.
+EPS1_CAP = Fraction(1, 100)
+EPS1_SHARE = Fraction(1, 20)
 EPS2_SHARE = Fraction(1, 40)  # nu_j ~ DLap(1/eps2): eps2 = eps/40
-# T_j = ceil(1 + (ln(l_j/delta) + ln ODDS)/alpha + KAPPA s), s = 1/eps1 + 1/eps2: at F_j = T_j
-# the selection's "none" weighs at most 1/ODDS of the top itemset's, and the KAPPA term keeps
-# passes (which lower the selection's eps from eps - eps1 to alpha) for gaps well past that.
+# T_j = ceil(1 + (ln(l_j/delta) + ln ODDS)/alpha + kappa/eps2): at F_j = T_j the selection's
+# "none" weighs at most 1/ODDS of the top itemset's; the kappa/eps2 term keeps a pass by nu's tail
+# alone below e^(-kappa)/2 a rank (G >= 0 never helps a pass). kappa = KAPPA min(1, 2 eps): at
+# small eps a wide tie needs the lower bar, and a lone top that passes by noise loses little.
 ODDS = 9
-KAPPA = Fraction(3)
-# The deepest tested rank (a power of two). The search tests deepest first: where c(1) is large a
-# deep rank passes at once and the selection sees past any tie or wall; where it is small the
-# search walks up to the default rank. Deeper ranks would only add ln(l) to the "none" margin and
-# make the engine count more itemsets.
+KAPPA = Fraction(6)
+# The deepest tested rank (a power of two): deeper ranks would only add ln(l) to the "none" margin
+# and make the engine count more itemsets.
 TOP_RANK = 1 << 12
 
 
@@ -87,35 +92,38 @@ class FloorSplit:
         return self.alpha + self.eps2
 
     @property
-    def search_scale(self) -> Fraction:
-        """s = 1/eps1 + 1/eps2: the scale of nu_j - G's two laws added."""
-        return 1 / self.eps1 + 1 / self.eps2
+    def kappa(self) -> Fraction:
+        """kappa = KAPPA min(1, 2 eps) (utility only)."""
+        return KAPPA * min(Fraction(1), 2 * self.eps)
 
 
 def make_split(
     eps: Fraction,
     delta: Fraction,
-    eps1_share: Fraction = EPS1_SHARE,
-    eps2_share: Fraction = EPS2_SHARE,
+    eps1: Fraction | None = None,
+    eps2: Fraction | None = None,
 ) -> FloorSplit:
-    """eps1 = eps1_share * eps, eps2 = eps2_share * eps, alpha = the rest."""
-    return FloorSplit(eps1_share * eps, eps2_share * eps, (1 - eps1_share - eps2_share) * eps, delta)
+    """eps1 = min(eps/20, 1/100), eps2 = eps/40 (or as given), alpha = the rest."""
+    e1 = min(EPS1_SHARE * eps, EPS1_CAP) if eps1 is None else eps1
+    e2 = EPS2_SHARE * eps if eps2 is None else eps2
+    return FloorSplit(e1, e2, eps - e1 - e2, delta)
 
 
 def ranks(default_rank: int, last_rank: int) -> list[int]:
     """The tested ranks in the order tested: the powers of two above default_rank and at most
-    min(last_rank, TOP_RANK), deepest first (at most 12 of them)."""
+    min(last_rank, TOP_RANK), shallowest first (at most 12 of them)."""
     last = min(last_rank, TOP_RANK)
-    return [1 << j for j in range(last.bit_length() - 1, -1, -1) if (1 << j) > default_rank]
+    return [1 << j for j in range(last.bit_length()) if (1 << j) > default_rank]
 
 
 @functools.lru_cache(maxsize=4096)
-def threshold(rank: int, split: FloorSplit, kappa: Fraction = KAPPA) -> int:
-    """T(l) = ceil(1 + (ln(l/delta) + ln ODDS)/alpha + kappa s), s = 1/eps1 + 1/eps2, rounded up
-    with the margin of docs/privacy.md §4. Utility only (docs/privacy.md §22.2)."""
+def threshold(rank: int, split: FloorSplit, kappa: Fraction | None = None) -> int:
+    """T(l) = ceil(1 + (ln(l/delta) + ln ODDS)/alpha + kappa/eps2), kappa = split.kappa unless
+    given, rounded up with the margin of docs/privacy.md §4. Utility only (§22.1)."""
+    k = split.kappa if kappa is None else kappa
     a = float(split.alpha)
     none_gap = 1 + (math.log(rank) - log_fraction(split.delta) + math.log(ODDS)) / a
-    return round_up(none_gap + float(kappa * split.search_scale))
+    return round_up(none_gap + float(k / split.eps2))
 
 
 # --- the mechanism ------------------------------------------------------------------------------
@@ -150,7 +158,7 @@ def run_split(
     default_rank: int = DEFAULT_RANK,
     ell_max: int = DEFAULT_ELL_MAX,
     universe_size: int | None = None,
-    kappa: Fraction = KAPPA,
+    kappa: Fraction | None = None,
 ) -> Outcome:
     """Search the ranks above default_rank, then select. Outcome.ell: the selection's rank.
 
@@ -160,10 +168,10 @@ def run_split(
     """
     declared = universe_size is not None
     home = default_rank if universe_size is None else min(default_rank, universe_size)
-    last = min(ell_max, universe_size - 1) if declared else ell_max
+    last = ell_max if universe_size is None else min(ell_max, universe_size - 1)
     counts.ensure(2)
     c1 = _count(counts, 1)
-    offset = discrete_laplace(1 / split.eps1, rng)
+    offset = geometric(1 / split.eps1, rng)  # one-sided: G >= 0
     rank, a = home, split.alpha_default
     for tested in ranks(home, last):
         nu = discrete_laplace(1 / split.eps2, rng)
@@ -209,7 +217,8 @@ def steps(eps: Fraction, delta: Fraction, default_rank: int) -> Steps:
         (
             (
                 f"sparse vector on the gaps c(1) - c(l+1), l = the powers of two above "
-                f"{default_rank}: offset DLap({1 / sp.eps1}), per-rank DLap({1 / sp.eps2})",
+                f"{default_rank} up to {TOP_RANK}: offset Geometric({1 / sp.eps1}) >= 0, "
+                f"per-rank DLap({1 / sp.eps2})",
                 "ell",
                 sp.eps1 + sp.eps2,
                 Fraction(0),
