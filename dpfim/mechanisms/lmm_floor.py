@@ -23,7 +23,8 @@ whatever the thresholds (docs/privacy.md §22, Lemma S'; the offset only ever ne
 0 or 1 between neighbours, so a one-sided law with P(g) <= e^eps1 P(g + 1) suffices); the
 selection is (a, delta)-DP for every fixed l (§18.4, Lemma T); every output spends
 eps1 + eps2 + alpha = eps1 + (eps - eps1) = eps, and delta is the selection's alone (§22.5).
-The split, the ranks and the thresholds are functions of the public parameters only (eps, delta, ell_max, candidates, a declared universe size).
+The split, the ranks and the thresholds are functions of the public parameters only
+(eps, delta, ell_max, candidates, a declared universe size).
 Preconditions: counts exact; exact discrete noise from the injected RandomSource; exact
 (certified) sampling of the selection; n never released.
 """
