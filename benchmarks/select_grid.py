@@ -323,6 +323,34 @@ def shared(data: str, eps_list: list[str], sizes: list[int], depth: int) -> list
     return rows
 
 
+def update(path: str, name: str, data: str | None) -> None:
+    """Recompute one mechanism's column of a CSV written by this script (the others are kept):
+    for retuning one mechanism without recomputing every other one."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    shapes: dict[tuple[str, int], tuple[Shape, te.Profile | None, int]] = {}
+    for row in rows:
+        key = (row["shape"], int(row["r"]))
+        if key not in shapes:
+            if data is None:
+                sh = next(s for s in profiles(key[1]) if s.name == key[0])
+                shapes[key] = (sh, None, RECORD_ITEMS)
+            else:
+                ds = next(d for d in SHARED if d.split(".")[0] == key[0])
+                prof = te.load_profile(data, ds, key[1], 2**20 + 1, Path("/tmp/dpfim-tight-exact"))
+                shapes[key] = (Shape(key[0], [], SHARED[ds][0], key[1]), prof, SHARED[ds][1])
+        sh, prof, _ = shapes[key]
+        p = prof if prof is not None else sh.profile()
+        value = floor_exact(p, Fraction(row["eps"]), DELTA) if name == "lmm-floor" else None
+        if value is None:
+            raise KeyError(f"--update supports lmm-floor only, not {name}")
+        row[name] = f"{value:.6f}"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--shared", default=None, help="DATA_DIR: the shared data instead of the grid")
@@ -331,7 +359,11 @@ def main() -> None:
     ap.add_argument("--r", default="1,2,3")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--lone", action="store_true", help="also the lead needed for 0.9 at eps=1")
+    ap.add_argument("--update", default=None, help="CSV: recompute lmm-floor's column only")
     args = ap.parse_args()
+    if args.update:
+        update(args.update, "lmm-floor", args.shared)
+        return
     names = list(registry.NAMES)
     rows: list[dict[str, object]] = []
     if args.shared:

@@ -39,17 +39,23 @@ D6 = Fraction(1, 10**6)
 # --- constants ----------------------------------------------------------------------------------
 
 SPLITS = {
-    # eps: (eps1, eps2, alpha, a_d, kappa), by hand: eps1 = min(eps/20, 1/100), eps2 = eps/40
-    "1": (Fraction(1, 100), Fraction(1, 40), Fraction(193, 200), Fraction(99, 100), 6),
-    "0.5": (Fraction(1, 100), Fraction(1, 80), Fraction(191, 400), Fraction(49, 100), 6),
-    "0.1": (
-        Fraction(1, 200),
-        Fraction(1, 400),
-        Fraction(37, 400),
-        Fraction(19, 200),
-        Fraction(6, 5),
+    # eps: (eps1, eps2, alpha, a_d, kappa), by hand: eps1 = min(eps/50, 1/100), eps2 = eps/50
+    "1": (Fraction(1, 100), Fraction(1, 50), Fraction(97, 100), Fraction(99, 100), Fraction(11, 2)),
+    "0.5": (
+        Fraction(1, 100),
+        Fraction(1, 100),
+        Fraction(12, 25),
+        Fraction(49, 100),
+        Fraction(11, 2),
     ),
-    "2": (Fraction(1, 100), Fraction(1, 20), Fraction(97, 50), Fraction(199, 100), 6),
+    "0.1": (
+        Fraction(1, 500),
+        Fraction(1, 500),
+        Fraction(12, 125),
+        Fraction(49, 500),
+        Fraction(11, 2),
+    ),
+    "2": (Fraction(1, 100), Fraction(1, 25), Fraction(39, 20), Fraction(199, 100), Fraction(11, 2)),
 }
 
 
@@ -63,19 +69,18 @@ def test_split_against_hand_computed_values(eps: str) -> None:
 
 
 # T(l) = ceil(1 + (ln l + ln 1e6 + ln 9)/alpha + kappa/eps2), by hand:
-# eps = 1: alpha = 0.965, kappa/eps2 = 240; ln 16 + ln 1e6 + ln 9 = 2.772589 + 13.815511 + 2.197225
-#   = 18.785325; /0.965 = 19.466658; T(16) = ceil(260.467) = 261. ln 4096 = 8.317766:
-#   24.330502/0.965
-#   = 25.212956; T(4096) = ceil(266.213) = 267.
-# eps = 0.5: alpha = 0.4775, kappa/eps2 = 480: T(16) = ceil(1 + 39.341 + 480) = 521; T(4096) =
-#   ceil(1 + 50.954 + 480) = 532.
-# eps = 0.1: alpha = 0.0925, kappa/eps2 = 1.2 * 400 = 480: T(16) = ceil(1 + 203.085 + 480) = 685.
+# eps = 1: alpha = 0.97, kappa/eps2 = 5.5 * 50 = 275; ln 16 + ln 1e6 + ln 9 = 2.772589 + 13.815511 +
+#   2.197225 = 18.785325; /0.97 = 19.366314; T(16) = ceil(295.366) = 296. ln 4096 = 8.317766:
+#   24.330502/0.97 = 25.082992; T(4096) = ceil(301.083) = 302.
+# eps = 0.5: alpha = 0.48, kappa/eps2 = 550: T(16) = ceil(1 + 39.136094 + 550) = 591; T(4096) =
+#   ceil(1 + 50.688546 + 550) = 602.
+# eps = 0.1: alpha = 0.096, kappa/eps2 = 2750: T(16) = ceil(1 + 195.680469 + 2750) = 2947.
 LITERALS = {
-    ("1", 16): 261,
-    ("1", 4096): 267,
-    ("0.5", 16): 521,
-    ("0.5", 4096): 532,
-    ("0.1", 16): 685,
+    ("1", 16): 296,
+    ("1", 4096): 302,
+    ("0.5", 16): 591,
+    ("0.5", 4096): 602,
+    ("0.1", 16): 2947,
 }
 
 

@@ -51,20 +51,19 @@ DEFAULT_RANK = 10  # l_d when --candidates is not given (limited-domain's k-bar)
 # eps1 + eps2 + alpha = eps with eps1, eps2, alpha > 0 and every data-independent T_j, chosen from
 # the public parameters). Chosen on exact P(top) of the grid of benchmarks/select_grid.py and of
 # the shared data (docs/evaluation.md, "lmm-floor (issue 24)").
-# eps1 = min(eps/20, 1/100): the offset's scale is 100 records from eps = 1/5 on. A pass needs
+# eps1 = min(eps/50, 1/100): the offset's scale is 100 records from eps = 1/2 on. A pass needs
 # c(1) - c(l+1) above T_j + G, so a tie or wall of width l is passed with probability about
 # 1 - e^(-eps1 (gap - T_j)): that wants eps1 large in records; the answer where nothing passes
 # (limited-domain at l_d with eps - eps1) loses about 4 eps1/eps in P(top) at its steepest: that
-# wants eps1 small relative to eps. An absolute eps1 serves both at eps >= 1.
+# wants eps1 small relative to eps (docs/evaluation.md, "lmm-floor (issue 24)": the trade-off).
 EPS1_CAP = Fraction(1, 100)
-EPS1_SHARE = Fraction(1, 20)
-EPS2_SHARE = Fraction(1, 40)  # nu_j ~ DLap(1/eps2): eps2 = eps/40
+EPS1_SHARE = Fraction(1, 50)
+EPS2_SHARE = Fraction(1, 50)  # nu_j ~ DLap(1/eps2): eps2 = eps/50
 # T_j = ceil(1 + (ln(l_j/delta) + ln ODDS)/alpha + kappa/eps2): at F_j = T_j the selection's
 # "none" weighs at most 1/ODDS of the top itemset's; the kappa/eps2 term keeps a pass by nu's tail
-# alone below e^(-kappa)/2 a rank (G >= 0 never helps a pass). kappa = KAPPA min(1, 2 eps): at
-# small eps a wide tie needs the lower bar, and a lone top that passes by noise loses little.
+# alone below e^(-kappa)/2 a rank (G >= 0 never helps a pass), at every eps.
 ODDS = 9
-KAPPA = Fraction(6)
+KAPPA = Fraction(11, 2)
 # The deepest tested rank (a power of two): deeper ranks would only add ln(l) to the "none" margin
 # and make the engine count more itemsets.
 TOP_RANK = 1 << 12
@@ -94,8 +93,8 @@ class FloorSplit:
 
     @property
     def kappa(self) -> Fraction:
-        """kappa = KAPPA min(1, 2 eps) (utility only)."""
-        return KAPPA * min(Fraction(1), 2 * self.eps)
+        """kappa = KAPPA (utility only; a property so that a rule in eps can replace it)."""
+        return KAPPA
 
 
 def make_split(
@@ -104,7 +103,7 @@ def make_split(
     eps1: Fraction | None = None,
     eps2: Fraction | None = None,
 ) -> FloorSplit:
-    """eps1 = min(eps/20, 1/100), eps2 = eps/40 (or as given), alpha = the rest."""
+    """eps1 = min(eps/50, 1/100), eps2 = eps/50 (or as given), alpha = the rest."""
     e1 = min(EPS1_SHARE * eps, EPS1_CAP) if eps1 is None else eps1
     e2 = EPS2_SHARE * eps if eps2 is None else eps2
     return FloorSplit(e1, e2, eps - e1 - e2, delta)
