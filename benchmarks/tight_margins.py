@@ -351,8 +351,9 @@ def main() -> None:
     ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
     print(f"| limited-domain, k = 10 (over c(11), l = 10 only) | - | - | {ld:.1f} | - |")
     fl = o8_floor()
+    fs = lf.make_split(EPS, DELTA)
     print(
-        "| lmm-floor (shipped; l <= 10: over c(11)) | 1/100, 1/40 | "
+        f"| lmm-floor (shipped; l <= 10: over c(11)) | {fs.eps1}, {fs.eps2} | "
         + " | ".join(f"{fl(e):.0f}" for e in ELLS)
         + " |"
     )
