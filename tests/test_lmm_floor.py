@@ -2,8 +2,9 @@
 exactly on random add/remove pairs (and shown to fail where their proof needs a step), the code's
 law against the calculator of benchmarks/select_grid.py, the one-sided sampler, the CLI.
 
-Statistical tests (marked) run fixed seeds at level 1e-4 each; 3 of them, so the false-alarm
-rate for fresh seeds is at most 3e-4 (Bonferroni)."""
+Statistical tests run fixed seeds at level 1e-4 each: the sampler's law (2) and the code against
+the calculator (3, marked slow), so the false-alarm rate for fresh seeds is at most 5e-4
+(Bonferroni)."""
 
 from __future__ import annotations
 
@@ -282,6 +283,7 @@ def test_lmm_floor_is_eps_delta_dp_exactly_on_random_pairs() -> None:
             gaps = (max(0, u - mpmath.exp(eps) * v) for u, v in zip(x, y, strict=True))
             worst = max(worst, mpmath.fsum(gaps))
     assert worst <= delta
+    assert worst > delta / 10  # the pairs reach the edge: the bound is not vacuous here
 
 
 def test_selecting_the_default_rank_with_full_eps_breaks_the_budget() -> None:
