@@ -601,7 +601,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
     eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
     gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
-    lmm-gap, lmm-tight); ms_per_run.
+    lmm-gap, lmm-tight, lmm-floor); ms_per_run.
 
     \b
     Example:

@@ -3,7 +3,7 @@ exactly on random add/remove pairs (and shown to fail where their proof needs a 
 law against the calculator of benchmarks/select_grid.py, the one-sided sampler, the CLI.
 
 Statistical tests run fixed seeds at level 1e-4 each: the sampler's law (2) and the code against
-the calculator (3, marked slow), so the false-alarm rate for fresh seeds is at most 5e-4
+the calculator (4, marked slow), so the false-alarm rate for fresh seeds is at most 6e-4
 (Bonferroni)."""
 
 from __future__ import annotations
@@ -306,11 +306,13 @@ CASES = [
     ([30] * 20 + [3] * 30, "1", "1e-3"),  # a tie wider than the default rank: passes deep
     ([60, 20] + [1] * 40, "2", "1e-3"),  # a lone top: mostly the default rank
     ([200, 199, 195] + [150] * 40, "1", "1e-2"),
+    # the issue's dense near-tie (benchmarks/select_grid.py near-10): exact P(top) 0.8711
+    ([int(c) for c in sg.near(10, 2).profile().counts], "0.5", "1e-6"),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", CASES, ids=["wide-tie", "lone", "near-tie"])
+@pytest.mark.parametrize("case", CASES, ids=["wide-tie", "lone", "near-tie", "dense-near-10"])
 def test_code_law_matches_the_calculator(case: tuple[list[int], str, str]) -> None:
     counts, eps, delta = case
     e, d = Fraction(eps), Fraction(delta)
