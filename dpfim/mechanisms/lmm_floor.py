@@ -251,12 +251,20 @@ def split_params(split: FloorSplit) -> dict[str, str]:
 
 
 def _hint(p: Public) -> str:
+    """From public parameters only: limited-domain's margin at the default rank, and the
+    threshold of the first tested rank (the offset and the rank noise come on top)."""
     sp = make_split(p.eps, p.delta)
     margin = 1 + (log_fraction(Fraction(p.candidates) / p.delta)) / float(sp.alpha_default)
+    tested = ranks(p.candidates, p.ell_max)
+    deeper = (
+        f", or, past a tie wider than {p.candidates}, when it leads the {tested[0] + 1}-th by "
+        f"more than {threshold(tested[0], sp)} records (plus noise)"
+        if tested
+        else ""
+    )
     return (
         f"lmm-floor answers when the top support leads the {p.candidates + 1}-th by about "
-        f"{margin:.0f} records or more, or, past a tie wider than {p.candidates}, when it leads "
-        "a deeper rank by a margin found with noise"
+        f"{margin:.0f} records or more{deeper}"
     )
 
 
