@@ -334,13 +334,23 @@ def check_record_cap(value: int | str | None) -> int | None:
     return value
 
 
-# The release modes, as CLI flags (K = 5 where a mode takes K): every one works with every
-# engine, mechanism, universe and input format, or is refused with a usage error before any
-# data is read (tests/test_contract.py runs the matrix generated from this table, the engine
-# table and the mechanism registry).
+# The release modes, as CLI arguments (K = 5 where a mode takes K; a first word that is not a
+# flag names the command, else `mine`): every one works with every engine, mechanism, universe
+# and input format, or is refused with a usage error before any data is read
+# (tests/test_contract.py runs the matrix generated from this table, the engine table and the
+# mechanism registry). `rules` is a consumer of the same release path (the closure's supports).
 RELEASE_MODES: dict[str, tuple[str, ...]] = {
     "top 1": (),
     "top K": ("--top", "5"),
     "top K with supports": ("--top", "5", "--supports"),
     "several sizes, top K": ("--sizes", "1-3", "--top", "5"),
+    "rules of the top K": ("rules", "--top", "5", "--sizes", "1-2"),
 }
+
+
+def release_command(mode: str) -> tuple[str, tuple[str, ...]]:
+    """(command, flags) of a release mode."""
+    args = RELEASE_MODES[mode]
+    if args and not args[0].startswith("-"):
+        return args[0], args[1:]
+    return "mine", args
