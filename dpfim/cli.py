@@ -374,6 +374,14 @@ def mine(input_path: str, **opt: Any) -> None:
     "[default: 0.5]; the rest selects the top K.",
 )
 @click.option(
+    "--closure-noise",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "laplace", "gaussian"]),
+    help="The closure's noise: auto picks the one with less expected error from K, the sizes, "
+    "B, eps and delta (public values only); gaussian spends a tenth of --delta.",
+)
+@click.option(
     "--csv",
     "csv_path",
     default=None,
@@ -403,7 +411,7 @@ def rules(input_path: str, **opt: Any) -> None:
     if opt["size"] is None and opt["sizes"] is None:
         opt["sizes"] = "1-2"
     csv_path = opt.pop("csv_path")
-    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share")}
+    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share", "closure_noise")}
 
     def write_csv(result: dict[str, Any]) -> None:
         if csv_path is not None:
@@ -878,6 +886,7 @@ def _none_hint(opt: dict[str, Any]) -> str:
         supports=opt.get("supports", False),
         support_share=opt.get("support_share"),
         closure_share=opt.get("closure_share"),
+        closure_noise=opt.get("closure_noise"),
     )
     return none_hint(opts, opts.max_record_items)
 
