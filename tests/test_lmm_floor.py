@@ -257,7 +257,9 @@ SEARCH_CUTOFF = 1e-6
 
 
 def _code_ell(n: int, seed: int, variant: str = "real") -> Counter[int]:
-    patches = [mock.patch.object(lf, "threshold", lambda rank, split, kappa=None: THRESHOLDS[rank])]
+    patches: list[Any] = [
+        mock.patch.object(lf, "threshold", lambda rank, split, kappa=None: THRESHOLDS[rank])
+    ]
     if variant == "nu at twice its scale":
         patches.append(
             mock.patch.object(lf, "discrete_laplace", lambda b, r: discrete_laplace(2 * b, r))
@@ -271,6 +273,7 @@ def _code_ell(n: int, seed: int, variant: str = "real") -> Counter[int]:
             stack.enter_context(patch)
         for _ in range(n):
             o = lf.run_split(VectorCounts(SEARCH_COUNTS), SP, rng, default_rank=1, universe_size=5)
+            assert o.ell is not None
             got[o.ell] += 1
     return got
 
