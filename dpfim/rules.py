@@ -115,8 +115,13 @@ def gaussian_variance(delta_1: int, rho: Fraction) -> Fraction:
 
 
 def choose_noise(
-    noise: str, top: int, sizes: Sequence[int], neighbours: str, max_record_items: int | None,
-    eps_c: Fraction, delta: Fraction,
+    noise: str,
+    top: int,
+    sizes: Sequence[int],
+    neighbours: str,
+    max_record_items: int | None,
+    eps_c: Fraction,
+    delta: Fraction,
 ) -> str:
     """`auto`: the noise with the smaller expected error at the planned (largest) Delta, from
     public parameters only (K, sizes, B, the relation, eps_c, delta); else as given."""

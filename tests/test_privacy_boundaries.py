@@ -197,7 +197,7 @@ def test_without_the_cap_the_long_record_still_decides_and_the_user_is_told(
 def _memory_boundary_pair(tmp_path: Path) -> tuple[Path, Path]:
     """A file near --max-memory 16M at r = 2: 374 records of 40 items drawn from 1..2999 (about
     280,000 distinct pairs, each one counted at the threshold the search reaches) plus the line
-    `1` (D), or plus one record of 64 such items (D′: one line replaced, a B-item record)."""
+    `1` (D), or plus one record of 64 such items (D2: one line replaced, a B-item record)."""
     import random
 
     rnd = random.Random(5)
