@@ -170,6 +170,21 @@ class Cost:
     def to_json(self) -> list[dict[str, Any]]:
         return [{**measure_json(m), "count": c} for m, c in self.parts]
 
+    def describe(self) -> str:
+        """One line for people, e.g. "50 x bounded-range eps=0.06 + pure eps=0.25 (add-remove)"."""
+        from dpfim.params import format_amount
+
+        def one(m: Measure) -> str:
+            if isinstance(m, ZCDP):
+                return f"zcdp rho={format_amount(m.rho)}"
+            out = f"{measure_name(m)} eps={format_amount(m.eps)}"
+            if isinstance(m, ApproxDP):
+                out += f" delta={format_amount(m.delta)}"
+            return out
+
+        parts = " + ".join((f"{c} x " if c > 1 else "") + one(m) for m, c in self.parts)
+        return f"{parts} ({self.neighbours})"
+
     @classmethod
     def from_json(cls, neighbours: str, parts: Any) -> Cost:
         if not isinstance(parts, list) or not parts:

@@ -478,11 +478,14 @@ def _release_run(
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
     if not opt["quiet"] and ledger_hooks is not None and ledger_hooks.after is not None:
         left = ledger_hooks.after  # public: a function of the budget and the public spends
-        _say(
+        line = (
             f"ledger: data set {ledger_hooks.dataset!r} has eps="
             f"{format_amount(left.remaining_eps, fixed=True)}, delta="
-            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant})"
+            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant}"
         )
+        if left.accountant == "tight":
+            line += f": {_runs_left(left)}"
+        _say(line + ")")
     return result
 
 
@@ -838,6 +841,13 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+def _runs_left(st: ledger_mod.DatasetState) -> str:
+    """ "N more runs of its fixed cost fit" for a tight data set (docs/privacy.md §20.3)."""
+    left = st.runs_left()
+    at_least = "at least " if left == ledger_mod.RUNS_LEFT_CAP else ""
+    return f"{at_least}{_plural(left or 0, 'more run', 'more runs')} of its fixed cost fit"
+
+
 def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
     def f(x: Fraction | None) -> str:
         return format_amount(x, fixed=True)
@@ -850,6 +860,8 @@ def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
     tight = st.tight_spent()
     if tight is not None:
         line += f"; tight: eps={float(tight.eps):.6g} at delta={f(tight.delta)}"
+    if st.accountant == "tight" and st.per_run is not None:
+        line += f"; {_runs_left(st)}, each {st.per_run.describe()}"
     if st.over_budget:
         line += " (more was spent than the current budget: nothing remains)"
     return line
