@@ -265,8 +265,10 @@ def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]]
             "--accountant",
             default=None,
             type=click.Choice(ACCOUNTANTS),
-            help="How spends compose [default: basic]; fixed with a data set's budget in --ledger "
-            "(tight is not yet available there: docs/privacy.md §20.3).",
+            help="How composition is counted [default: basic, or the --ledger data set's]: mine's "
+            "--top K rounds get eps/K each (basic) or the largest eps0 whose adaptive "
+            "composition fits (tight, docs/privacy.md §20.4; pip install 'dpfim[accounting]'); "
+            "fixed with a data set's budget in --ledger (tight not yet available there: §20.3).",
         ),
         click.option(
             "-o",
@@ -333,6 +335,7 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     result = _release_run(input_path, opt, mine_file)
+    opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     if opt["quiet"]:
         return
     if result["params"]["max_record_items"] == "none":
@@ -431,12 +434,14 @@ def _release_run(
     check_output_path(opt["output"])
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
-    if opt["accountant"] == "tight" and not opt["ledger"]:
-        raise ParameterError(
-            "--accountant tight (splitting --top K by tight composition) is not implemented "
-            "yet; use --accountant basic"
-        )
     ledger_hooks = _ledger_hooks(input_path, opt)
+    if run is mine_file:  # how --top K splits (eps, delta): the data set's accountant
+        extra = {**(extra or {}), "accountant": _split_accountant(input_path, opt)}
+    elif opt["accountant"] == "tight" and not opt["ledger"]:
+        raise ParameterError(
+            "dpfim rules splits its budget by basic composition: --accountant tight applies "
+            "to its --ledger only"
+        )
     inputs = {
         "INPUT": input_path,
         "--ledger": opt["ledger"],
@@ -487,6 +492,21 @@ def _release_run(
             line += f": {_runs_left(left)}"
         _say(line + ")")
     return result
+
+
+def _split_accountant(input_path: str, opt: dict[str, Any]) -> str:
+    """mine's --accountant: as given; else, with --ledger, the data set's (basic for a new one);
+    else basic. A different one than the data set's is refused by the ledger (exit 2)."""
+    if opt["accountant"] is not None:
+        return str(opt["accountant"])
+    if opt["ledger"] is None or not os.path.isfile(opt["ledger"]):
+        return "basic"
+    try:
+        states = ledger_mod.load(opt["ledger"])
+    except DpfimError:  # unreadable or damaged: the ledger's own pre-check reports it
+        return "basic"
+    st = states.get(opt["dataset"] or input_path)
+    return "basic" if st is None or st.budget_eps is None else st.accountant
 
 
 def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
@@ -890,6 +910,7 @@ def _none_hint(opt: dict[str, Any]) -> str:
         supports=opt.get("supports", False),
         support_share=opt.get("support_share"),
         closure_share=opt.get("closure_share"),
+        accountant=opt.get("split_accountant", "basic"),
     )
     return none_hint(opts, opts.max_record_items)
 

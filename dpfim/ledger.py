@@ -111,9 +111,7 @@ class DatasetState:
         if self.budget_eps is None or self.budget_delta is None:
             return False
         if self.accountant == "tight":
-            return not accounting.fits(
-                self.costs, "tight", self.budget_eps, self.budget_delta
-            )
+            return not accounting.fits(self.costs, "tight", self.budget_eps, self.budget_delta)
         return self.spent_eps > self.budget_eps or self.spent_delta > self.budget_delta
 
     def fits(self, runs: int) -> bool:
@@ -559,11 +557,11 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
         if accountant == "tight":  # the first run fixes the per-run cost (§20.3)
             st.per_run = spend.cost
     elif (
-        b_eps is not None
+        (b_eps is not None
         and b_delta is not None
-        and (b_eps, b_delta) != (st.budget_eps, st.budget_delta)
-        or spend.raise_budget
-        and st.accountant == "tight"
+        and (b_eps, b_delta) != (st.budget_eps, st.budget_delta))
+        or (spend.raise_budget
+        and st.accountant == "tight")
     ):
         if st.accountant == "tight":
             raise ParameterError(

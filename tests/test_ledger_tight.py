@@ -78,7 +78,7 @@ def test_the_first_run_fixes_the_cost_and_exactly_the_runs_that_fit_are_spent(
         assert st.runs_left() == 5 - n
         basic_runs += 1
     assert basic_runs * Fraction(1, 5) > Fraction(budget_for(RUN, 5))  # tight bought a run
-    with pytest.raises(BudgetError, match="5 runs of approx eps=0.2 delta=1e-7 .* do not fit"):
+    with pytest.raises(BudgetError, match=r"5 runs of approx eps=0\.2 delta=1e-7 .* do not fit"):
         spend(path)
     first = json.loads(path.read_text().splitlines()[0])
     assert first["accountant"] == "tight"
