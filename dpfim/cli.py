@@ -589,6 +589,13 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option("--supports", is_flag=True, help="Also release noisy supports (as mine --supports).")
 @click.option("--support-share", default=None, help="As mine --support-share [default: 0.25].")
 @click.option(
+    "--accountant",
+    default="basic",
+    show_default=True,
+    type=click.Choice(ACCOUNTANTS),
+    help="How --top K splits (eps, delta) among its rounds, as mine --accountant.",
+)
+@click.option(
     "--universe-size",
     type=int,
     default=None,
@@ -661,6 +668,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         top=opt["top"],
         supports=opt["supports"],
         support_share=opt["support_share"],
+        accountant=opt["accountant"],
     )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
@@ -708,6 +716,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
             top=opt["top"],
             supports=opt["supports"],
             support_share=opt["support_share"],
+            accountant=opt["accountant"],
         )
     finally:
         opened.close()
@@ -837,24 +846,61 @@ def ledger_head(path: str, init: bool) -> None:
 @click.argument("path")
 @click.option("--dataset", default=None, help="Only this data set.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    metavar="PNG",
+    help="Also draw cumulative eps over time under each accountant into this PNG "
+    "(needs dpfim[plot]).",
+)
+def ledger_show(path: str, dataset: str | None, as_json: bool, plot_path: str | None) -> None:
     """Runs, spent and remaining budget per data set in PATH (amounts as exact decimals).
 
     \b
     Example:
       dpfim ledger show ledger.jsonl --dataset orders
+      dpfim ledger show ledger.jsonl --plot spend.png
     """
-    states = ledger_mod.load(path)
+    if plot_path is not None:
+        _check_plot_path(plot_path, path)
+    entries = ledger_mod.read(path)
+    states = ledger_mod.state(entries)
     if dataset is not None:
         if dataset not in states:
             known = ", ".join(repr(k) for k in states) or "none"
             raise ParameterError(f"{path}: no data set {dataset!r} (known: {known})")
         states = {dataset: states[dataset]}
+    if plot_path is not None:
+        from dpfim import spendplot
+
+        title = f"{path}: cumulative epsilon per run, under basic and tight composition"
+        write_bytes(
+            spendplot.png(spendplot.series(entries, states), title), plot_path, flag="--plot"
+        )
     if as_json:
         rows = [st.summary(name) for name, st in states.items()]
         write_text(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n", None)
         return
     write_text("".join(_state_line(name, st) + "\n" for name, st in states.items()), None)
+
+
+def _check_plot_path(plot_path: str, ledger_path: str) -> None:
+    """--plot: a usage error before anything is read when it names a ledger, its head file
+    or a non-PNG name, or when matplotlib is missing."""
+    check_output_path(plot_path, "--plot")
+    if not plot_path.lower().endswith(".png"):
+        raise ParameterError(f"--plot {plot_path}: dpfim writes PNG; name it *.png")
+    check_not_overwriting(
+        plot_path,
+        "--plot",
+        {"PATH": ledger_path, "PATH's head file": ledger_mod.head_path(ledger_path)},
+    )
+    ledger_mod.refuse_ledger(plot_path, "--plot")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ParameterError("--plot needs matplotlib: pip install 'dpfim[plot]'") from None
 
 
 def _plural(count: int, one: str, many: str) -> str:

@@ -452,6 +452,11 @@ def _read(path: str) -> list[dict[str, Any]]:
     return entries
 
 
+def read(path: str) -> list[dict[str, Any]]:
+    """The verified entries of a ledger file (its hash chain and head checked)."""
+    return _read(path)
+
+
 def verify(path: str, expect_head: str | None = None) -> int:
     """Number of valid lines; LedgerError names the first broken or truncated one.
 

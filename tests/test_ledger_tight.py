@@ -208,3 +208,47 @@ def test_concurrent_processes_spend_exactly_the_runs_that_fit(tmp_path: Path, da
     assert (st.runs, st.per_run, st.runs_left()) == (k, RUN, 0)
     assert st.spent().eps == k * Fraction(1, 5) > Fraction(budget)  # more than basic allows
     assert ledger.verify(str(path)) == k + 1
+
+
+# --- ledger show --plot ----------------------------------------------------------------------
+
+
+def test_show_plot_draws_cumulative_eps_and_never_writes_onto_a_ledger(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from dpfim import spendplot
+
+    path = tmp_path / "l.jsonl"
+    for _ in range(5):
+        spend(path)
+    png = tmp_path / "spend.png"
+    code, out, err = run(["ledger", "show", str(path), "--plot", str(png)])
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "orders: 5 runs" in out  # the text is still printed
+    st = ledger.load(str(path))["orders"]
+    basic, tight = spendplot.cumulative(st)
+    assert basic == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    assert tight is not None and [k for k, _ in tight] == [1, 2, 3, 4, 5]
+    assert all(e <= b + 1e-9 for (_, e), b in zip(tight, basic, strict=True))
+    assert tight[-1][1] <= float(st.budget_eps or 0)
+    other = tmp_path / "other.jsonl"
+    spend(other)
+    for target in (path, Path(ledger.head_path(str(path))), other):
+        before = target.read_bytes()
+        code, out, err = run(["ledger", "show", str(path), "--plot", str(target)])
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert target.read_bytes() == before
+    code, _, err = run(["ledger", "show", str(path), "--plot", str(tmp_path / "x.jpg")])
+    assert code == 2 and "PNG" in err
+
+
+def test_the_plot_evaluates_the_tight_accountant_at_a_bounded_number_of_runs() -> None:
+    from dpfim import spendplot
+
+    st = ledger.DatasetState(Fraction(100), B_DELTA)
+    for _ in range(365):
+        st.add(Cost.of(BoundedRange(Fraction(1, 10)), "add-remove"))
+    basic, tight = spendplot.cumulative(st)
+    assert len(basic) == 365 and basic[-1] == pytest.approx(36.5)
+    assert tight is not None and len(tight) <= spendplot.TIGHT_POINTS + 1
+    assert tight[-1][0] == 365 and tight[-1][1] <= 5.5  # issue 20's target for em
