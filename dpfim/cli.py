@@ -20,7 +20,7 @@ import click
 
 from dpfim import __version__
 from dpfim import ledger as ledger_mod
-from dpfim.accounting import ACCOUNTANTS
+from dpfim.accounting import ACCOUNTANTS, Cost, PureDP
 from dpfim.api import (
     ENGINES,
     NEIGHBOURS,
@@ -817,6 +817,85 @@ def ledger_plan(**opt: Any) -> None:
     from dpfim.plan import plan
 
     write_text(json.dumps(plan(**opt), indent=2) + "\n", None)
+
+
+@ledger.command("create")
+@click.argument("path")
+@click.option("--dataset", required=True, help="The data set name (as mine --dataset).")
+@click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
+@click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
+@click.option(
+    "--accountant",
+    default="basic",
+    show_default=True,
+    type=click.Choice(ACCOUNTANTS),
+    help="How the data set's runs compose; tight fixes the per-run cost given here "
+    "(docs/privacy.md §20.3; not yet available).",
+)
+@click.option("--eps", default=None, help="tight: each run's --eps (as mine).")
+@click.option("--delta", default=None, help="tight: each run's --delta (as mine).")
+@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(registry.NAMES))
+@click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
+@click.option("--top", default=1, show_default=True, type=int, help="Each run's --top K.")
+@click.option("--supports", is_flag=True, help="Each run releases noisy supports.")
+@click.option("--support-share", default=None, help="Each run's --support-share.")
+@click.option("-r", "--size", default=None, type=int, help="Each run's itemset size r.")
+@click.option("--sizes", default=None, help="Each run's --sizes.")
+@click.option("--candidates", default=10, show_default=True, type=int, help="limited-domain's k.")
+@click.option("--note", default=None, help="A note stored with the budget line.")
+def ledger_create(path: str, **opt: Any) -> None:
+    """Create a data set's budget in PATH without spending (a new PATH is created).
+
+    With --accountant tight the run options (--eps, --delta, --mechanism, --top, ...) fix the
+    cost every run of the data set must have (docs/privacy.md §20.3); without this command the
+    first run fixes it. A data set that has a budget: exit 2; one run does not fit: exit 4.
+
+    \b
+    Example:
+      dpfim ledger create ledger.jsonl --dataset orders --budget-eps 2 --budget-delta 1e-6 \\
+          --accountant tight --mechanism em --neighbours add-remove --eps 0.04 --delta 1e-6
+    """
+    accountant = opt["accountant"]
+    dataset = opt["dataset"]
+    if not dataset.strip():
+        raise ParameterError("--dataset must not be empty")
+    run_options = ("eps", "delta", "top", "supports", "support_share", "size", "sizes")
+    given = opt["eps"] is not None or opt["delta"] is not None
+    if accountant == "tight" and (opt["eps"] is None or opt["delta"] is None):
+        raise ParameterError(
+            "--accountant tight fixes each run's cost: give the runs' --eps and --delta (and "
+            "--mechanism, --top, ... as the runs will)"
+        )
+    if accountant == "basic" and given:
+        raise ParameterError(
+            "--eps/--delta fix a tight data set's per-run cost; a basic data set has none"
+        )
+    if accountant == "tight":
+        opts = check_options(
+            universe_given=True,
+            mechanism=opt["mechanism"],
+            neighbours=opt["neighbours"],
+            candidates=opt["candidates"],
+            accountant="tight",
+            **{k: opt[k] for k in run_options},
+        )
+        cost = opts.cost()
+    else:
+        cost = Cost.of(PureDP(Fraction(0)), opt["neighbours"])  # only checked to fit
+    spend = ledger_mod.Spend(
+        path=path,
+        dataset=dataset,
+        cost=cost,
+        mechanism=opt["mechanism"],
+        command=["dpfim", *sys.argv[1:]],
+        budget_eps=check_eps(opt["budget_eps"]),
+        budget_delta=check_delta(opt["budget_delta"]),
+        note=opt["note"],
+        accountant=accountant,
+    )
+    st = ledger_mod.create(spend)
+    line = f"{path}: created data set {dataset!r}: " + _state_line(dataset, st).split(": ", 1)[1]
+    write_text(line + "\n", None)
 
 
 @ledger.command("head")

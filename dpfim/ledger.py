@@ -4,6 +4,7 @@ locked, hash-chained ledger of spends per data set (docs/ledger.md)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import hashlib
@@ -518,6 +519,9 @@ class Spend:
     raise_budget: bool = False
     note: str | None = None
     accountant: str | None = None  # None: the data set's (basic for a new one)
+    # create the data set's budget only (`dpfim ledger create`): no spend; `cost` is the
+    # per-run cost a tight data set fixes (and one run of it must fit)
+    budget_only: bool = False
 
     @property
     def eps(self) -> Fraction:
@@ -535,6 +539,11 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
     or BudgetError.
     """
     st = state(entries).get(spend.dataset, DatasetState())
+    if spend.budget_only and st.budget_eps is not None:
+        raise ParameterError(
+            f"data set {spend.dataset!r} already has a budget in {spend.path}: a budget is "
+            "created once"
+        )
     new_lines: list[tuple[str, Fraction, Fraction]] = []
     b_eps, b_delta = spend.budget_eps, spend.budget_delta
     accountant = st.accountant if st.budget_eps is not None else spend.accountant or "basic"
@@ -562,12 +571,10 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
         if accountant == "tight":  # the first run fixes the per-run cost (§20.3)
             st.per_run = spend.cost
     elif (
-        (b_eps is not None
+        b_eps is not None
         and b_delta is not None
-        and (b_eps, b_delta) != (st.budget_eps, st.budget_delta))
-        or (spend.raise_budget
-        and st.accountant == "tight")
-    ):
+        and (b_eps, b_delta) != (st.budget_eps, st.budget_delta)
+    ) or (spend.raise_budget and st.accountant == "tight"):
         if st.accountant == "tight":
             raise ParameterError(
                 f"data set {spend.dataset!r} uses the tight accountant in {spend.path}: its "
@@ -601,7 +608,8 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
             f"remaining eps={format_amount(st.remaining_eps)}, "
             f"delta={format_amount(st.remaining_delta)}"
         )
-    new_lines.append(("spend", spend.eps, spend.delta))
+    if not spend.budget_only:
+        new_lines.append(("spend", spend.eps, spend.delta))
     return st, new_lines
 
 
@@ -616,11 +624,12 @@ def _check_tight(spend: Spend, st: DatasetState) -> None:
             f"{spend.cost.describe()} (docs/privacy.md §20.3)"
         )
     if not st.fits(st.runs + 1):
+        n = st.runs + 1
         raise BudgetError(
             f"budget exhausted for data set {spend.dataset!r}: {st.runs} runs of "
-            f"{st.per_run.describe()} were spent, and {st.runs + 1} do not fit "
-            f"eps={format_amount(st.budget_eps)}, delta={format_amount(st.budget_delta)} under "
-            "tight composition"
+            f"{st.per_run.describe()} were spent, and {n} {'run does' if n == 1 else 'do'} not "
+            f"fit eps={format_amount(st.budget_eps)}, delta={format_amount(st.budget_delta)} "
+            "under tight composition"
         )
 
 
@@ -733,8 +742,19 @@ def reserve(spend: Spend) -> DatasetState:
                 f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); the "
                 "spend is recorded, nothing was released"
             ) from None
-        st.add(spend.cost)
+        if not spend.budget_only:
+            st.add(spend.cost)
         return st
+
+
+def create(spend: Spend) -> DatasetState:
+    """Create a data set's budget without spending (`dpfim ledger create`): the budget line,
+    with a tight data set's fixed per-run cost `spend.cost` (docs/privacy.md §20.3). Refused
+    (exit 2) when the data set has a budget already, exit 4 when one run of the cost does not
+    fit the budget."""
+    spend = dataclasses.replace(spend, budget_only=True)
+    check(spend)  # read-only first: a refused creation leaves no file behind
+    return reserve(spend)
 
 
 @dataclass

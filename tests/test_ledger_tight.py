@@ -252,3 +252,42 @@ def test_the_plot_evaluates_the_tight_accountant_at_a_bounded_number_of_runs() -
     assert len(basic) == 365 and basic[-1] == pytest.approx(36.5)
     assert tight is not None and len(tight) <= spendplot.TIGHT_POINTS + 1
     assert tight[-1][0] == 365 and tight[-1][1] <= 5.5  # issue 20's target for em
+
+
+# --- dpfim ledger create: the per-run cost given explicitly -----------------------------------
+
+
+def test_ledger_create_fixes_the_cost_before_the_first_run(tmp_path: Path, data: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    base = ["ledger", "create", str(path), "--dataset", "orders", "--budget-delta", "1e-6"]
+    code, out, err = run([*base, "--budget-eps", budget_for(RUN, 3), "--accountant", "tight"])
+    assert code == 2 and "--eps and --delta" in err and not path.exists()
+    code, out, err = run(
+        [*base, "--budget-eps", "0.1", "--accountant", "tight", "--eps", "0.2", "--delta", "1e-7"]
+    )
+    assert code == 4 and "budget exhausted" in err and not path.exists()  # one run must fit
+    tight = ["--accountant", "tight", "--eps", "0.2", "--delta", "1e-7"]
+    code, out, err = run([*base, "--budget-eps", budget_for(RUN, 3), *tight])
+    assert code == 0, err
+    assert "created data set 'orders'" in out and "3 more runs of its fixed cost fit" in out
+    st = ledger.load(str(path))["orders"]
+    assert (st.runs, st.per_run, st.accountant) == (0, RUN, "tight")
+    code, out, err = run([*base, "--budget-eps", "5", *tight])
+    assert code == 2 and "created once" in err
+    assert _mine(data, path, "-q", "--eps", "0.3")[0] == 2  # not the fixed cost
+    for _ in range(3):
+        code, out, err = _mine(data, path, "-q")  # the data set's accountant and budget
+        assert code == 0, err
+    assert _mine(data, path, "-q")[0] == 4
+    assert ledger.verify(str(path)) == 4
+
+
+def test_ledger_create_of_a_basic_data_set_takes_no_run_options(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    base = ["ledger", "create", str(path), "--dataset", "orders", "--budget-eps", "1"]
+    code, _, err = run([*base, "--budget-delta", "1e-6", "--eps", "0.1"])
+    assert code == 2 and "basic data set has none" in err
+    code, _, err = run([*base, "--budget-delta", "1e-6"])
+    assert code == 0, err
+    st = ledger.load(str(path))["orders"]
+    assert (st.budget_eps, st.accountant, st.per_run, st.runs) == (1, "basic", None, 0)
