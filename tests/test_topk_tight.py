@@ -255,3 +255,24 @@ def test_rules_refuses_a_tight_split(tmp_path: Path, data: Path) -> None:
         ["rules", str(data), "--eps", "1", "--delta", "1e-6", "--accountant", "tight"]
     )
     assert code == 2 and out == "" and "basic composition" in err
+
+
+def test_a_tight_plan_splits_top_k_as_the_runs_will() -> None:
+    """ledger plan --accountant tight: each run's --top K is split by tight composition, as
+    `mine` on a tight data set splits it; the planned runs fit, with rounds above eps/K."""
+    from dpfim.plan import plan
+
+    out = plan(
+        budget_eps="2",
+        budget_delta="1e-6",
+        runs=20,
+        mechanism="em",
+        delta="1e-6",
+        neighbours="add-remove",
+        accountant="tight",
+        top=5,
+    )
+    per_run = F(out["per_run_eps_exact"])
+    opts, sp = split_of("em", 5, eps=out["per_run_eps_exact"], neighbours="add-remove")
+    assert sp.accountant == "tight" and sp.eps0 > per_run / 5
+    assert accounting.fits([opts.cost().times(20)], "tight", F(2), D6)
