@@ -989,6 +989,8 @@ def _plural(count: int, one: str, many: str) -> str:
 def _runs_left(st: ledger_mod.DatasetState) -> str:
     """ "N more runs of its fixed cost fit" for a tight data set (docs/privacy.md §20.3)."""
     left = st.runs_left()
+    if left is None:
+        return "how many more runs fit needs dp-accounting: pip install 'dpfim[accounting]'"
     at_least = "at least " if left == ledger_mod.RUNS_LEFT_CAP else ""
     return f"{at_least}{_plural(left or 0, 'more run', 'more runs')} of its fixed cost fit"
 

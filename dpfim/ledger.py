@@ -95,7 +95,10 @@ class DatasetState:
             return None
         spent = self.spent_eps
         if self.accountant == "tight" and self.costs:
-            spent = self.spent("tight").eps
+            tight = self.tight_spent()
+            if tight is None:  # dp-accounting is not installed: not known here
+                return None
+            spent = tight.eps
         return max(Fraction(0), self.budget_eps - spent)
 
     @property
@@ -112,7 +115,10 @@ class DatasetState:
         if self.budget_eps is None or self.budget_delta is None:
             return False
         if self.accountant == "tight":
-            return not accounting.fits(self.costs, "tight", self.budget_eps, self.budget_delta)
+            try:
+                return not accounting.fits(self.costs, "tight", self.budget_eps, self.budget_delta)
+            except ParameterError:  # dp-accounting is not installed: not known here
+                return False
         return self.spent_eps > self.budget_eps or self.spent_delta > self.budget_delta
 
     def fits(self, runs: int) -> bool:
@@ -127,11 +133,17 @@ class DatasetState:
 
     def runs_left(self) -> int | None:
         """How many more runs of a tight data set's fixed cost fit its budget (None for a
-        basic data set; RUNS_LEFT_CAP when at least that many do): the largest M with
-        runs + M identical runs within the budget under tight composition. A function of
-        public parameters only (the cost, the budget and the number of runs)."""
+        basic data set, or without dp-accounting; RUNS_LEFT_CAP when at least that many do):
+        the largest M with runs + M identical runs within the budget under tight composition.
+        A function of public parameters only (the cost, the budget and the number of runs)."""
         if self.accountant != "tight" or self.per_run is None:
             return None
+        try:
+            return self._runs_left()
+        except ParameterError:  # dp-accounting is not installed: not known here
+            return None
+
+    def _runs_left(self) -> int:
         if not self.fits(self.runs + 1):
             return 0
         lo, hi = 1, 2  # lo fits; find hi that does not

@@ -7,6 +7,7 @@ read and how. Usage errors (exit 2) come from here, never from deeper down.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,7 +73,10 @@ def split_of(
     function of public parameters only, computed once per distinct request."""
     if accountant == "basic":  # exact and cheap: never cached, never needs the extra
         return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
-    return _split(spec.name, p.scaled(p.eps, p.delta), k, eps_support, accountant)
+    # a mechanism's cost reads (eps, delta) and the relation only: one search per request,
+    # whether the universe and the record bound are known yet or not
+    key = dataclasses.replace(p, universe_size=None, max_record_items=None)
+    return _split(spec.name, key, k, eps_support, accountant)
 
 
 @functools.lru_cache(maxsize=64)

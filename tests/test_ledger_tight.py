@@ -291,3 +291,23 @@ def test_ledger_create_of_a_basic_data_set_takes_no_run_options(tmp_path: Path) 
     assert code == 0, err
     st = ledger.load(str(path))["orders"]
     assert (st.budget_eps, st.accountant, st.per_run, st.runs) == (1, "basic", None, 0)
+
+
+def test_show_of_a_tight_data_set_without_dp_accounting_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpfim import tight
+
+    path = tmp_path / "l.jsonl"
+    spend(path)
+
+    def missing() -> None:
+        raise ParameterError(accounting.INSTALL_HINT)
+
+    monkeypatch.setattr(tight, "_library", missing)
+    code, out, err = run(["ledger", "show", str(path)])
+    assert code == 0, err
+    assert "orders: 1 run" in out and "needs dp-accounting" in out
+    with pytest.raises(ParameterError, match="dpfim\\[accounting\\]"):
+        spend(path)  # a run needs the accountant: a one-line usage error, nothing charged
+    assert ledger.load(str(path))["orders"].runs == 1
