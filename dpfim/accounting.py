@@ -426,3 +426,39 @@ def split(
             "tight", rounds, base.eps0, base.delta0, eps_support, "tight: basic is not beaten"
         )
     return best
+
+
+# --- zCDP -> (eps, delta), for mechanisms calibrated to a target pair ------------------------
+
+RHO_GRID = 10**12  # rho is a multiple of 1e-12, rounded down
+
+
+def zcdp_eps(rho: Fraction, delta: Fraction) -> Fraction:
+    """An upper bound, as an exact decimal Fraction, on Bun & Steinke's (2016, Prop. 1.3)
+    conversion: rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP."""
+    import decimal
+
+    if not 0 < delta < 1 or rho < 0:
+        raise ValueError(f"need rho >= 0 and delta in (0, 1): {rho}, {delta}")
+    ctx = decimal.Context(prec=60, rounding=decimal.ROUND_CEILING)
+    d_rho = ctx.divide(decimal.Decimal(rho.numerator), decimal.Decimal(rho.denominator))
+    log_inv = ctx.ln(ctx.divide(decimal.Decimal(delta.denominator), delta.numerator))
+    eps = ctx.add(d_rho, ctx.multiply(2, ctx.sqrt(ctx.multiply(d_rho, log_inv))))
+    # ln and sqrt are correctly rounded to 60 digits (error < 1 ulp); 1e-50 covers them
+    return Fraction(eps) + Fraction(1, 10**50)
+
+
+def zcdp_rho_for(eps: Fraction, delta: Fraction) -> Fraction:
+    """The largest rho on the 1e-12 grid whose zCDP implies (eps, delta)-DP by zcdp_eps:
+    rho* = (sqrt(L + eps) - sqrt(L))^2 with L = ln(1/delta), rounded down and re-checked
+    exactly (docs/privacy.md §21.4)."""
+    if eps <= 0:
+        raise ValueError(f"eps must be > 0: {eps}")
+    log_inv = math.log(fraction_to_float(1 / delta))
+    guess = (math.sqrt(log_inv + float(eps)) - math.sqrt(log_inv)) ** 2
+    rho = Fraction(math.floor(guess * RHO_GRID), RHO_GRID)
+    while rho > 0 and zcdp_eps(rho, delta) > eps:  # float slack: step down until it checks
+        rho -= Fraction(1, RHO_GRID) * max(1, int(rho * RHO_GRID) // 10**6)
+    if rho <= 0:
+        raise ValueError(f"no positive rho gives ({eps}, {delta})-DP")
+    return rho

@@ -159,6 +159,7 @@ def mine(
         support_share=support_share,
         closure_share=None if _rules is None else _rules.closure_share,
         accountant=accountant,
+        closure_noise=None if _rules is None else _rules.noise,
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
@@ -250,6 +251,7 @@ def mine_file(
         support_share=support_share,
         closure_share=None if _rules is None else _rules.closure_share,
         accountant=accountant,
+        closure_noise=None if _rules is None else _rules.noise,
     )
     engine_spec = EngineSpec(
         engines.get(engine).name,
@@ -373,6 +375,7 @@ def _mine(
         fields, book = _rules_fields(counts, rel, opts, rules, source, opts.max_record_items, keep)
         schema = RULES_SCHEMA
         params["closure_share"] = str(rules.closure_share)
+        params["closure_noise"] = opts.closure_noise
         if rules.rules:
             params["metric"] = rules.metric
             params["min_threshold"] = rules.min_threshold
@@ -401,14 +404,23 @@ def _rules_fields(
     eps_closure = opts.eps * req.closure_share
     with memory_phase("counting"):
         closure = rules.release_closure(
-            counts, rel, eps_closure, opts.neighbours, max_record_items, source
+            counts,
+            rel,
+            eps_closure,
+            opts.neighbours,
+            max_record_items,
+            source,
+            noise=opts.closure_noise,
+            delta_closure=opts.closure_delta,
         )
     frame = rules.rules_frame(closure, req) if req.rules else None
     fields: dict[str, Any] = {"selected": selected_entries(rel)}
     fields.update(rules.rules_fields(closure, frame, req, sort_items))
     if keep is not None:
         keep.update(closure=closure, rules=frame)
-    book = rules.rules_ledger(rel, opts.eps, eps_closure, opts.neighbours, closure)
+    book = rules.rules_ledger(
+        rel, opts.eps, eps_closure, opts.neighbours, closure, opts.closure_delta
+    )
     return fields, book
 
 
@@ -471,6 +483,7 @@ def rules_file(
     metric: str = "confidence",
     min_threshold: Number = "0.1",
     closure_share: Number | None = None,
+    closure_noise: str | None = None,
     top: int = 20,
     sizes: str | Sequence[int] | None = None,
     **kwargs: Any,
@@ -479,10 +492,11 @@ def rules_file(
     `dpfim rules` runs. Takes every option of mine_file (the ledger hooks too); the top-K
     selection spends eps * (1 - closure_share), the closure's noisy supports (and n under
     add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release.
-    sizes: default "1-2" unless size= is given."""
+    closure_noise: "auto" (default: the one with less expected error, from public values),
+    "laplace" or "gaussian" (docs/privacy.md §21.4). sizes: default "1-2" unless size= is given."""
     from dpfim.rules import check_rules, preload
 
-    req = check_rules(metric, min_threshold, closure_share)
+    req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
     loading = preload()  # pandas + mlxtend import while the file is read (about half a second)
     try:
         return mine_file(source, top=top, sizes=_sizes(sizes, kwargs, "1-2"), _rules=req, **kwargs)
@@ -500,6 +514,7 @@ def association_rules(
     metric: str = "confidence",
     min_threshold: Number = 0.1,
     closure_share: Number | None = None,
+    closure_noise: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Private association rules as mlxtend's rules DataFrame (antecedents, consequents as
@@ -509,10 +524,10 @@ def association_rules(
     data: any input mine() accepts (a list of baskets, a one-hot or long DataFrame, a Series
     of baskets). The whole dpfim.rules/1 result (ledger included) is in `.attrs["result"]`.
     Takes every keyword of mine() (mechanism, neighbours, rng, universe, ...); sizes: default
-    "1-2" unless size= is given."""
+    "1-2" unless size= is given; closure_noise: as in rules_file."""
     from dpfim.rules import check_rules
 
-    req = check_rules(metric, min_threshold, closure_share)
+    req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, "1-2")
     result = mine(
@@ -532,6 +547,7 @@ def frequent_itemsets(
     sizes: str | Sequence[int] | None = None,
     use_colnames: bool = True,
     closure_share: Number | None = None,
+    closure_noise: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Private frequent itemsets shaped like mlxtend's fpgrowth/apriori output: a DataFrame
@@ -542,7 +558,7 @@ def frequent_itemsets(
 
     use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
     item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does.
-    sizes: default "1-3" unless size= is given."""
+    sizes: default "1-3" unless size= is given; closure_noise: as in rules_file."""
     from dpfim.errors import InputArgumentError
     from dpfim.rules import check_rules, itemsets_frame
 
@@ -555,7 +571,7 @@ def frequent_itemsets(
                 "use_colnames=True for item names"
             )
         labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
-    req = check_rules(closure_share=closure_share, rules=False)
+    req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, "1-3")
     result = mine(

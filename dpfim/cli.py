@@ -377,6 +377,14 @@ def mine(input_path: str, **opt: Any) -> None:
     "[default: 0.5]; the rest selects the top K.",
 )
 @click.option(
+    "--closure-noise",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "laplace", "gaussian"]),
+    help="The closure's noise: auto picks the one with less expected error from K, the sizes, "
+    "B, eps and delta (public values only); gaussian spends a tenth of --delta.",
+)
+@click.option(
     "--csv",
     "csv_path",
     default=None,
@@ -406,7 +414,7 @@ def rules(input_path: str, **opt: Any) -> None:
     if opt["size"] is None and opt["sizes"] is None:
         opt["sizes"] = "1-2"
     csv_path = opt.pop("csv_path")
-    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share")}
+    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share", "closure_noise")}
 
     def write_csv(result: dict[str, Any]) -> None:
         if csv_path is not None:
@@ -631,7 +639,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
     eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
     gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
-    lmm-gap, lmm-tight); ms_per_run.
+    lmm-gap, lmm-tight, lmm-floor); ms_per_run.
 
     \b
     Example:
@@ -1038,6 +1046,7 @@ def _none_hint(opt: dict[str, Any]) -> str:
         support_share=opt.get("support_share"),
         closure_share=opt.get("closure_share"),
         accountant=opt.get("split_accountant", "basic"),
+        closure_noise=opt.get("closure_noise"),
     )
     return none_hint(opts, opts.max_record_items)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dpfim import accounting
-from dpfim.accounting import ACCOUNTANTS, Cost, Split, basic
+from dpfim.accounting import ACCOUNTANTS, ApproxDP, Cost, PureDP, Split, basic
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -107,6 +107,18 @@ class Options:
     closure_share: Fraction | None = None
     # how --top K splits the run's (eps, delta): basic (eps/K, delta/K) or tight (§20.4)
     accountant: str = "basic"
+    # a rules run: "laplace" (the closure is pure eps_c) or "gaussian" (it spends (eps_c,
+    # delta_c) with delta_c = delta * rules.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
+    closure_noise: str = "laplace"
+
+    @property
+    def closure_delta(self) -> Fraction:
+        """The delta the closure release spends (0 unless its noise is Gaussian)."""
+        if self.closure_share is None or self.closure_noise != "gaussian":
+            return Fraction(0)
+        from dpfim.rules import GAUSSIAN_DELTA_SHARE
+
+        return self.delta * GAUSSIAN_DELTA_SHARE
 
     @property
     def spent_delta(self) -> Fraction:
@@ -116,16 +128,22 @@ class Options:
     def cost(self, universe_size: int | None = None, max_record_items: int | None = None) -> Cost:
         """The typed cost the mechanism reports for this run (K rounds plus the supports)."""
         _, eps_sup = shares(self.eps, self.supports, self.support_share)
-        if self.closure_share is not None:  # rules: the closure's supports (and n), pure DP
-            eps_sup = self.eps * self.closure_share
+        closure: Cost | None = None
+        if self.closure_share is not None:  # rules: the closure's supports (and n)
+            eps_sup = Fraction(0)
+            eps_c = self.eps * self.closure_share
+            measure = ApproxDP(eps_c, self.closure_delta) if self.closure_delta else PureDP(eps_c)
+            closure = Cost.of(measure, self.neighbours)
         p = self.public(universe_size, max_record_items)
-        return run_cost(registry.get(self.mechanism), p, self.top, eps_sup, self.accountant)
+        cost = run_cost(registry.get(self.mechanism), p, self.top, eps_sup, self.accountant)
+        return cost if closure is None else cost.plus(closure)
 
     @property
     def eps_support(self) -> Fraction:
-        """The supports' eps (0 without --supports; the closure's for a rules run)."""
+        """The --supports eps (0 without them, and for a rules run: its closure is charged
+        apart, after the selection)."""
         if self.closure_share is not None:
-            return self.eps * self.closure_share
+            return Fraction(0)
         return shares(self.eps, self.supports, self.support_share)[1]
 
     def split(self, max_record_items: int | None = None) -> Split:
@@ -152,7 +170,7 @@ class Options:
             eps_sel = self.eps * (1 - self.closure_share)
         return registry.Public(
             eps_sel,
-            self.delta,
+            self.delta - self.closure_delta,
             self.all_sizes,
             self.neighbours,
             self.ell_max,
@@ -179,12 +197,14 @@ def check_options(
     support_share: str | Fraction | None = None,
     closure_share: Number | None = None,
     accountant: str = "basic",
+    closure_noise: str | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first).
 
     max_record_items: None for the default cap (DEFAULT_MAX_RECORD_ITEMS), "none" (NO_CAP) to
     opt out, or B >= the largest size.
-    closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get.
+    closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get;
+    closure_noise: its noise (auto, laplace, gaussian), resolved here from public values.
     accountant: how --top K splits (eps, delta): "basic" (eps/K, delta/K) or "tight"
     (docs/privacy.md §20.4; needs dp-accounting)."""
     max_record_items = check_record_cap(max_record_items)
@@ -254,6 +274,20 @@ def check_options(
         closure,
         accountant,
     )
+    if closure is not None:
+        from dpfim import rules
+
+        noise = rules.check_rules(closure_share=closure, noise=closure_noise).noise
+        noise = rules.choose_noise(
+            noise,
+            top,
+            opts.all_sizes,
+            neighbours,
+            max_record_items,
+            opts.eps * closure,
+            opts.delta,
+        )
+        opts = dataclasses.replace(opts, closure_noise=noise)
     if max_record_items is not None and max_record_items < max(opts.all_sizes):
         raise ParameterError(
             f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
@@ -366,13 +400,23 @@ def check_record_cap(value: int | str | None) -> int | None:
     return value
 
 
-# The release modes, as CLI flags (K = 5 where a mode takes K): every one works with every
-# engine, mechanism, universe and input format, or is refused with a usage error before any
-# data is read (tests/test_contract.py runs the matrix generated from this table, the engine
-# table and the mechanism registry).
+# The release modes, as CLI arguments (K = 5 where a mode takes K; a first word that is not a
+# flag names the command, else `mine`): every one works with every engine, mechanism, universe
+# and input format, or is refused with a usage error before any data is read
+# (tests/test_contract.py runs the matrix generated from this table, the engine table and the
+# mechanism registry). `rules` is a consumer of the same release path (the closure's supports).
 RELEASE_MODES: dict[str, tuple[str, ...]] = {
     "top 1": (),
     "top K": ("--top", "5"),
     "top K with supports": ("--top", "5", "--supports"),
     "several sizes, top K": ("--sizes", "1-3", "--top", "5"),
+    "rules of the top K": ("rules", "--top", "5", "--sizes", "1-2"),
 }
+
+
+def release_command(mode: str) -> tuple[str, tuple[str, ...]]:
+    """(command, flags) of a release mode."""
+    args = RELEASE_MODES[mode]
+    if args and not args[0].startswith("-"):
+        return args[0], args[1:]
+    return "mine", args
