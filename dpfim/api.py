@@ -115,6 +115,7 @@ def mine(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     max_memory: int | str | None = None,
+    accountant: str = "basic",
     _rules: RulesRequest | None = None,
     _keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -137,6 +138,9 @@ def mine(
     the data: docs/privacy.md, "Record-length cap").
     max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
     RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
+    accountant: how top=K splits (eps, delta) among the rounds: "basic" (eps/K, delta/K each)
+    or "tight" (the largest per-round eps whose K-fold adaptive composition stays within
+    (eps, delta), docs/privacy.md §20.4; needs `pip install 'dpfim[accounting]'`).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -154,6 +158,7 @@ def mine(
         supports=supports,
         support_share=support_share,
         closure_share=None if _rules is None else _rules.closure_share,
+        accountant=accountant,
         closure_noise=None if _rules is None else _rules.noise,
     )
     budget = check_memory(max_memory)
@@ -214,6 +219,7 @@ def mine_file(
     spark_conf: Mapping[str, str] | None = None,
     precheck: Callable[[Options], None] | None = None,
     max_memory: int | str | None = None,
+    accountant: str = "basic",
     _rules: RulesRequest | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
@@ -225,7 +231,7 @@ def mine_file(
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     engine: "local", or "spark" (the `spark` extra): the file is read and counted by Spark
     (spark_master, spark_conf: the session), the mechanism runs here, unchanged.
-    max_memory: as in mine().
+    max_memory, accountant: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -244,6 +250,7 @@ def mine_file(
         supports=supports,
         support_share=support_share,
         closure_share=None if _rules is None else _rules.closure_share,
+        accountant=accountant,
         closure_noise=None if _rules is None else _rules.noise,
     )
     engine_spec = EngineSpec(

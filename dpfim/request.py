@@ -8,11 +8,13 @@ read and how. Usage errors (exit 2) come from here, never from deeper down.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from dpfim.accounting import ApproxDP, Cost, PureDP, basic
+from dpfim import accounting
+from dpfim.accounting import ACCOUNTANTS, ApproxDP, Cost, PureDP, Split, basic
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -46,13 +48,41 @@ def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fr
     return eps * (1 - share), eps * share
 
 
-def run_cost(spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction) -> Cost:
-    """The typed cost of one run: K rounds of the mechanism at (eps_sel/K, delta/K), then the
-    noisy supports (pure eps_support). For K = 1 without supports: the mechanism's own cost."""
-    cost = spec.charge(p.scaled(p.eps / k, p.delta / k)).times(k)
-    if eps_support > 0:
-        cost = cost.plus(Cost.of(PureDP(eps_support), p.relation))
-    return cost
+def run_cost(
+    spec: registry.Spec,
+    p: registry.Public,
+    k: int,
+    eps_support: Fraction,
+    accountant: str = "basic",
+) -> Cost:
+    """The typed cost of one run: K rounds of the mechanism at the split's (eps0, delta0) (basic:
+    (eps_sel/K, delta/K)), then the noisy supports (pure eps_support). For K = 1 without
+    supports: the mechanism's own cost."""
+    return split_of(spec, p, k, eps_support, accountant).cost(round_cost(spec, p))
+
+
+def round_cost(spec: registry.Spec, p: registry.Public) -> Callable[[Fraction, Fraction], Cost]:
+    """The typed cost of one round at (eps0, delta0): the mechanism's own cost (public only)."""
+    return lambda eps0, delta0: spec.charge(p.scaled(eps0, delta0))
+
+
+def split_of(
+    spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction, accountant: str
+) -> Split:
+    """How a run of K rounds at p's (eps_sel, delta) is split (dpfim.accounting.split): a
+    function of public parameters only, computed once per distinct request."""
+    if accountant == "basic":  # exact and cheap: never cached, never needs the extra
+        return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
+    # a mechanism's cost reads (eps, delta) and the relation only: one search per request,
+    # whether the universe and the record bound are known yet or not
+    key = dataclasses.replace(p, universe_size=None, max_record_items=None)
+    return _split(spec.name, key, k, eps_support, accountant)
+
+
+@functools.lru_cache(maxsize=64)
+def _split(name: str, p: registry.Public, k: int, eps_support: Fraction, accountant: str) -> Split:
+    spec = registry.get(name)
+    return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta, accountant)
 
 
 @dataclass(frozen=True)
@@ -75,6 +105,8 @@ class Options:
     # a rules run (dpfim/rules.py): the share of eps spent on the closure's noisy supports (and
     # n under add/remove); the selection gets the rest. None: not a rules run
     closure_share: Fraction | None = None
+    # how --top K splits the run's (eps, delta): basic (eps/K, delta/K) or tight (§20.4)
+    accountant: str = "basic"
     # a rules run: "laplace" (the closure is pure eps_c) or "gaussian" (it spends (eps_c,
     # delta_c) with delta_c = delta * rules.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
     closure_noise: str = "laplace"
@@ -103,8 +135,29 @@ class Options:
             measure = ApproxDP(eps_c, self.closure_delta) if self.closure_delta else PureDP(eps_c)
             closure = Cost.of(measure, self.neighbours)
         p = self.public(universe_size, max_record_items)
-        cost = run_cost(registry.get(self.mechanism), p, self.top, eps_sup)
+        cost = run_cost(registry.get(self.mechanism), p, self.top, eps_sup, self.accountant)
         return cost if closure is None else cost.plus(closure)
+
+    @property
+    def eps_support(self) -> Fraction:
+        """The --supports eps (0 without them, and for a rules run: its closure is charged
+        apart, after the selection)."""
+        if self.closure_share is not None:
+            return Fraction(0)
+        return shares(self.eps, self.supports, self.support_share)[1]
+
+    def split(self, max_record_items: int | None = None) -> Split:
+        """How this run's (eps, delta) is split among its K rounds (dpfim.accounting.split)."""
+        p = self.public(None, max_record_items)
+        spec = registry.get(self.mechanism)
+        return split_of(spec, p, self.top, self.eps_support, self.accountant)
+
+    def round_public(
+        self, universe_size: int | None, max_record_items: int | None
+    ) -> registry.Public:
+        """One selection round's public parameters: the split's (eps0, delta0)."""
+        s = self.split(max_record_items)
+        return self.public(universe_size, max_record_items).scaled(s.eps0, s.delta0)
 
     @property
     def all_sizes(self) -> tuple[int, ...]:
@@ -143,6 +196,7 @@ def check_options(
     supports: bool = False,
     support_share: str | Fraction | None = None,
     closure_share: Number | None = None,
+    accountant: str = "basic",
     closure_noise: str | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first).
@@ -150,8 +204,12 @@ def check_options(
     max_record_items: None for the default cap (DEFAULT_MAX_RECORD_ITEMS), "none" (NO_CAP) to
     opt out, or B >= the largest size.
     closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get;
-    closure_noise: its noise (auto, laplace, gaussian), resolved here from public values."""
+    closure_noise: its noise (auto, laplace, gaussian), resolved here from public values.
+    accountant: how --top K splits (eps, delta): "basic" (eps/K, delta/K) or "tight"
+    (docs/privacy.md §20.4; needs dp-accounting)."""
     max_record_items = check_record_cap(max_record_items)
+    if accountant not in ACCOUNTANTS:
+        raise ParameterError(f"--accountant must be basic or tight, got {accountant!r}")
     if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
@@ -192,6 +250,11 @@ def check_options(
             raise ParameterError(
                 "--supports does not apply to rules: the closure's noisy supports are released"
             )
+        if accountant != "basic":
+            raise ParameterError(
+                "dpfim rules splits its budget by basic composition: --accountant tight applies "
+                "to its --ledger only"
+            )
         closure = check_fraction(closure_share, "--closure-share")
         if not 0 < closure < 1:
             raise ParameterError(f"--closure-share must be in (0, 1), got {closure_share}")
@@ -209,6 +272,7 @@ def check_options(
         share,
         max_record_items,
         closure,
+        accountant,
     )
     if closure is not None:
         from dpfim import rules
@@ -231,20 +295,22 @@ def check_options(
         )
     if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
         # its proof's preconditions, at the (eps, delta) each selection round really gets
-        p = opts.public(None, max_record_items)
-        spec.check(p.scaled(p.eps / opts.top, p.delta / opts.top))
+        spec.check(opts.round_public(None, max_record_items))
+    elif accountant == "tight":
+        opts.split(max_record_items)  # a missing dp-accounting is a usage error now
     return opts
 
 
 def none_hint(opts: Options, max_record_items: int | None = None) -> str:
     """The curator's hint after a "none" answer: the chosen mechanism's own margin, at the
     (eps, delta) one selection round gets. Public parameters only."""
-    p = opts.public(None, max_record_items)
-    round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
+    round_p = opts.round_public(None, max_record_items)
     sizes = "/".join(map(str, opts.all_sizes))
     hint = registry.none_hint(opts.mechanism, round_p, f"{sizes}-itemset")
-    if opts.top > 1:
+    if opts.top > 1 and opts.split(max_record_items).accountant == "basic":
         hint += f" (with --top {opts.top} each round gets eps/{opts.top}, delta/{opts.top})"
+    elif opts.top > 1:
+        hint += f" (with --top {opts.top} and --accountant tight each round gets that eps)"
     return hint
 
 

@@ -116,13 +116,6 @@ def test_the_accountant_is_fixed_and_tight_awaits_review(tmp_path: Path, data: P
         )
 
 
-def test_mine_tight_without_a_ledger_is_not_yet_built(data: Path) -> None:
-    code, out, err = run(
-        ["mine", str(data), "--eps", "1", "--delta", "1e-6", "--accountant", "tight"]
-    )
-    assert code == 2 and out == "" and "not implemented yet" in err
-
-
 def test_show_json_is_one_object_with_numbers(tmp_path: Path, data: Path) -> None:
     path = tmp_path / "l.jsonl"
     for _ in range(3):
