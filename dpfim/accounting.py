@@ -150,6 +150,11 @@ class Cost:
     def of(cls, measure: Measure, neighbours: Neighbours | str, times: int = 1) -> Cost:
         return cls(Neighbours(neighbours), ((measure, times),))
 
+    def same_as(self, other: Cost) -> bool:
+        """The same cost: the same relation and the same multiset of measures (however its
+        parts are ordered or split: ((m, 2),) is ((m, 1), (m, 1)))."""
+        return self.neighbours == other.neighbours and self.measures() == other.measures()
+
     def times(self, k: int) -> Cost:
         """The k-fold composition of this cost."""
         return Cost(self.neighbours, tuple((m, c * k) for m, c in self.parts))

@@ -268,7 +268,8 @@ def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]]
             help="How composition is counted [default: basic, or the --ledger data set's]: mine's "
             "--top K rounds get eps/K each (basic) or the largest eps0 whose adaptive "
             "composition fits (tight, docs/privacy.md §20.4; pip install 'dpfim[accounting]'); "
-            "fixed with a data set's budget in --ledger (tight not yet available there: §20.3).",
+            "fixed with a data set's budget in --ledger (tight there also fixes the per-run "
+            "cost: §20.3).",
         ),
         click.option(
             "-o",
@@ -838,7 +839,7 @@ def ledger_plan(**opt: Any) -> None:
     show_default=True,
     type=click.Choice(ACCOUNTANTS),
     help="How the data set's runs compose; tight fixes the per-run cost given here "
-    "(docs/privacy.md §20.3; not yet available).",
+    "(docs/privacy.md §20.3).",
 )
 @click.option("--eps", default=None, help="tight: each run's --eps (as mine).")
 @click.option("--delta", default=None, help="tight: each run's --delta (as mine).")
@@ -1015,6 +1016,8 @@ def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
     tight = st.tight_spent()
     if tight is not None:
         line += f"; tight: eps={float(tight.eps):.6g} at delta={f(tight.delta)}"
+        if not st.tight_is_guarantee:
+            line += " (information, not a guarantee: the runs' costs differ, §20.3)"
     if st.accountant == "tight" and st.per_run is not None:
         line += f"; {_runs_left(st)}, each {st.per_run.describe()}"
     if st.over_budget:

