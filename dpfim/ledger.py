@@ -9,6 +9,7 @@ import datetime as dt
 import fcntl
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -89,7 +90,8 @@ class DatasetState:
             tight = self.tight_spent()
             if tight is None:  # dp-accounting is not installed: not known here
                 return None
-            spent = tight.eps
+            # rounded up to 1e-9: a readable, conservative remainder (the bound is a float)
+            spent = Fraction(math.ceil(tight.eps * 10**9), 10**9)
         return max(Fraction(0), self.budget_eps - spent)
 
     @property
