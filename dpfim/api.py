@@ -413,9 +413,15 @@ def _rules_fields(
             noise=opts.closure_noise,
             delta_closure=opts.closure_delta,
         )
-    frame = rules.rules_frame(closure, req) if req.rules else None
+    frame = None
+    records = None
+    if req.rules and keep is not None:  # the Python API returns mlxtend's frame itself
+        frame = rules.rules_frame(closure, req)
+        records = frame.to_dict("records")
+    elif req.rules:
+        records = rules.rules_records(closure, req)
     fields: dict[str, Any] = {"selected": selected_entries(rel)}
-    fields.update(rules.rules_fields(closure, frame, req, sort_items))
+    fields.update(rules.rules_fields(closure, records, req, sort_items))
     if keep is not None:
         keep.update(closure=closure, rules=frame)
     book = rules.rules_ledger(
@@ -494,14 +500,11 @@ def rules_file(
     add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release.
     closure_noise: "auto" (default: the one with less expected error, from public values),
     "laplace" or "gaussian" (docs/privacy.md §21.4). sizes: default "1-2" unless size= is given."""
-    from dpfim.rules import check_rules, preload
+    from dpfim.rules import check_rules, worker
 
     req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
-    loading = preload()  # pandas + mlxtend import while the file is read (about half a second)
-    try:
+    with worker():  # pandas + mlxtend load in a forked child while the file is read
         return mine_file(source, top=top, sizes=_sizes(sizes, kwargs, "1-2"), _rules=req, **kwargs)
-    finally:
-        loading.join()  # never outlives the run (an import cut short at exit is no good)
 
 
 def association_rules(

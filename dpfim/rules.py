@@ -23,12 +23,13 @@ with the selection's (eps_sel, delta - delta_c) is basic sequential composition:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import itertools
 import math
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -135,9 +136,8 @@ def choose_noise(
 
 
 def preload() -> threading.Thread:
-    """Import pandas and mlxtend in a thread: `dpfim rules` then overlaps that import (about
-    half a second) with reading the input. Imports are thread-safe; whoever needs the modules
-    first waits for the import lock. No data is touched; the caller joins the thread."""
+    """Import pandas and mlxtend in a thread (where `worker()` cannot fork): imports hold the
+    GIL, so this overlaps little with reading. No data is touched; the caller joins it."""
 
     def load() -> None:
         with contextlib.suppress(ImportError):  # the real import reports it, on the main thread
@@ -146,6 +146,124 @@ def preload() -> threading.Thread:
     thread = threading.Thread(target=load, name="dpfim-preload", daemon=True)
     thread.start()
     return thread
+
+
+class _Worker:
+    """mlxtend's association_rules in a forked child process. The child imports pandas and
+    mlxtend (about 0.4 s of CPU, which in a thread would hold the GIL against the reader) on
+    the other core while the parent reads and selects, then turns the closure's released
+    values into rule records. Only released values cross the pipe (post-processing)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child,), name="dpfim-rules", daemon=True)
+        self._proc.start()
+        child.close()
+
+    def records(self, closure: Closure, request: RulesRequest) -> list[dict[str, Any]] | None:
+        """The rule records, or None if the child could not give them (the caller then
+        computes them itself)."""
+        try:
+            self._conn.send((closure, request))
+            if not self._conn.poll(WORKER_TIMEOUT):
+                return None
+            status, payload = self._conn.recv()
+        except (OSError, EOFError, ValueError):
+            return None
+        return payload if status == "ok" else None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.close()  # the child, if still waiting, reads EOF and exits
+        self._proc.join(timeout=1)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+
+
+WORKER_TIMEOUT = 30  # seconds to wait for the child's rules before computing them here
+
+
+def _serve(conn: Any) -> None:
+    """The child: quiet (no output, no signal messages: the parent reports), imports, answers
+    one request, exits without the parent's exit handlers."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: parent's
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    try:
+        with contextlib.suppress(ImportError):
+            importlib.import_module("mlxtend.frequent_patterns")
+        try:
+            closure, request = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        try:
+            out: tuple[str, Any] = ("ok", rules_frame(closure, request).to_dict("records"))
+        except Exception as exc:
+            out = ("error", repr(exc))
+        with contextlib.suppress(OSError):
+            conn.send(out)
+    finally:
+        os._exit(0)
+
+
+_WORKER: contextvars.ContextVar[_Worker | None] = contextvars.ContextVar(
+    "dpfim_rules_worker", default=None
+)
+
+
+def _loaded() -> bool:
+    import sys
+
+    return "mlxtend.frequent_patterns" in sys.modules
+
+
+@contextlib.contextmanager
+def worker() -> Iterator[None]:
+    """While open, rules_records() asks a forked child (started now, before any file or lock
+    is opened) for the rules; where fork is not available, pandas and mlxtend are imported in
+    a thread instead."""
+    import multiprocessing
+    import sys
+
+    if _loaded():  # a library caller that has mlxtend already: nothing to overlap
+        yield
+        return
+    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
+        loading = preload()
+        try:
+            yield
+        finally:
+            loading.join()
+        return
+    child = _Worker()
+    token = _WORKER.set(child)
+    try:
+        yield
+    finally:
+        _WORKER.reset(token)
+        child.close()
+
+
+def rules_records(closure: Closure, request: RulesRequest) -> list[dict[str, Any]]:
+    """mlxtend's rules on the consistent supports, as records (from the worker when one is
+    open, else computed here)."""
+    child = _WORKER.get()
+    if child is not None:
+        got = child.records(closure, request)
+        if got is not None:
+            return got
+    records: list[dict[str, Any]] = rules_frame(closure, request).to_dict("records")
+    return records
 
 
 @dataclass(frozen=True)
@@ -406,13 +524,14 @@ def _num(x: Any) -> float | None:
 
 
 def rules_fields(
-    closure: Closure, rules: pd.DataFrame | None, request: RulesRequest, order: Any
+    closure: Closure, rules: list[dict[str, Any]] | None, request: RulesRequest, order: Any
 ) -> dict[str, Any]:
-    """The released fields of a rules result (schema dpfim.rules/1); rules None: the closure
-    only (frequent_itemsets)."""
+    """The released fields of a rules result (schema dpfim.rules/1) from the rule records
+    (rules_records, or a rules frame's to_dict("records")); None: the closure only
+    (frequent_itemsets)."""
     by_names = {frozenset(names): i for i, names in enumerate(closure.names)}
     entries = []
-    for row in [] if rules is None else rules.to_dict("records"):
+    for row in [] if rules is None else rules:
         a, c = row["antecedents"], row["consequents"]
         ai, ci, ui = by_names[a], by_names[c], by_names[a | c]
         entry = {
