@@ -281,14 +281,28 @@ def _gap_runs(split: Split, stop: int) -> list[tuple[int, int, int]]:
 
 
 def lmm_gap_exact(
-    prof: Profile, eps: Fraction, delta: Fraction, ell_max: int = DEFAULT_ELL_MAX
+    prof: Profile,
+    eps: Fraction,
+    delta: Fraction,
+    ell_max: int = DEFAULT_ELL_MAX,
+    *,
+    split: Split | None = None,
 ) -> tuple[float, float, float]:
-    """(lo, hi, err): lmm-gap's P(top) lies in [lo - err, hi + err]."""
-    split = gap_split(eps, delta)
+    """(lo, hi, err): lmm-gap's P(top) lies in [lo - err, hi + err].
+
+    With split = thresholds.paper_split(eps, delta) this is the paper's lmm: its search compares
+    M - G = c(1) + Z - G, Z ~ DLap(1/alpha_M), so the offset is H = G - Z, whose law is the
+    convolution of the two truncated laws (both left-out masses go into err)."""
+    split = gap_split(eps, delta) if split is None else split
     q_g = math.exp(-1 / float(split.offset_scale))
     q_z = math.exp(-1 / float(split.search_scale))
     a = float(split.alpha_a) / 2
     g, pg, err = _offset_support(q_g)
+    if split.alpha_m > 0:
+        z, pz, err_z = _offset_support(math.exp(-1 / float(split.max_scale)))
+        ph = np.convolve(pg, pz[::-1])  # H = G - Z: support g_min - z_max .. g_max - z_min
+        g = np.arange(int(g[0]) - int(z[-1]), int(g[-1]) - int(z[0]) + 1, dtype=np.int64)
+        pg, err = ph, err + err_z
     alive = pg.copy()
     c1 = prof.c1
     lo = hi = 0.0

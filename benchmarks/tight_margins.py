@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
+from dpfim.mechanisms import lmm_floor as lf
 from dpfim.mechanisms import lmm_tight as lt
 from dpfim.mechanisms.thresholds import gap_split, paper_split, tau
 from dpfim.samplers import interval as iv
@@ -222,6 +223,36 @@ def o7_chosen(
     return lambda ell: lt.threshold((ell - 1).bit_length(), sp, kappa)
 
 
+def o8_floor(
+    eps: Fraction = EPS, delta: Fraction = DELTA, default_rank: int = 10
+) -> Callable[[int], float]:
+    """lmm-floor (docs/privacy.md §22): up to the default rank, limited-domain's margin over
+    c(l_d + 1) with a_d = eps - eps1 (none weighs 1/9 of the top: 1 + (ln(l_d/delta) + ln 9)/a_d);
+    above it, the smallest tested rank rho >= l passes with probability >= 1/2 from
+    c(1) - c(rho+1) = T(rho) + m + 1, m the median of G - nu (G one-sided geometric, nu DLap),
+    computed from the two laws (truncated at 1e-15)."""
+    sp = lf.make_split(eps, delta)
+    q1, q2 = math.exp(-float(sp.eps1)), math.exp(-float(sp.eps2))
+    n1 = math.ceil(math.log(1e-15) / math.log(q1))
+    n2 = math.ceil(math.log(1e-15) / math.log(q2))
+    pg = [(1 - q1) * q1**g for g in range(n1 + 1)]  # g = 0..n1
+    pn = [(1 - q2) / (1 + q2) * q2 ** abs(v) for v in range(-n2, n2 + 1)]  # v = -n2..n2
+    import numpy as np
+
+    law = np.convolve(pg, pn[::-1])  # G - nu, from -n2 to n1 + n2
+    median = int(np.searchsorted(np.cumsum(law), 0.5)) - n2
+    base = 1 + (math.log(default_rank / float(delta)) + math.log(9)) / float(sp.alpha_default)
+    tested = lf.ranks(default_rank, lf.TOP_RANK)
+
+    def m(ell: int) -> float:
+        if ell <= default_rank:
+            return base
+        rho = next((r for r in tested if r >= ell), None)
+        return math.inf if rho is None else lf.threshold(rho, sp) + median + 1
+
+    return m
+
+
 # The first shipped version (docs/lmm-tight-design.md): eps/10 each, kappa 3 at rank 1, 2 deeper.
 FIRST = {"kappa": (3, 2), "shares": (Fraction(1, 10), Fraction(1, 10))}
 
@@ -319,6 +350,17 @@ def main() -> None:
     )
     ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
     print(f"| limited-domain, k = 10 (over c(11), l = 10 only) | - | - | {ld:.1f} | - |")
+    fl = o8_floor()
+    fs = lf.make_split(EPS, DELTA)
+    print(
+        f"| lmm-floor (shipped; l <= 10: over c(11)) | {fs.eps1}, {fs.eps2} | "
+        + " | ".join(f"{fl(e):.0f}" for e in ELLS)
+        + " |"
+    )
+    print(
+        "lmm-floor at l = 10, 16, 32, ..., 4096: "
+        + ", ".join(f"{fl(e):.0f}" for e in [10, *lf.ranks(10, 4096)])
+    )
     if args.plot:
         _plot(args.plot)
 
@@ -340,6 +382,9 @@ def _plot(path: str) -> None:
     ax.step(ells, [tight(e) for e in ells], where="post", label="lmm-tight (grid 1, 2, 4, ...)")
     ax.step(ells, [first(e) for e in ells], where="post", ls="--", label="lmm-tight, first version")
     ax.step(ells, [certified(e) for e in ells], where="post", ls=":", label="O5 certified grid")
+    floor = o8_floor()
+    fe = [e for e in ells if e <= lf.TOP_RANK]
+    ax.step(fe, [floor(e) for e in fe], where="post", lw=2, label="lmm-floor (l <= 10: over c(11))")
     ld = 1 + (math.log(10 / float(DELTA)) + math.log(9)) / float(EPS)
     ax.plot([10], [ld], "^", label="limited-domain k = 10 (over c(11))")
     ax.plot([1], [stability_margin(EPS, DELTA)], "s", mfc="none", label="stability (l = 1 only)")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -41,9 +41,11 @@ __all__ = [
     "Measure",
     "Neighbours",
     "PureDP",
+    "Split",
     "Total",
     "amount",
     "compose",
+    "split",
 ]
 
 INSTALL_HINT = "the tight accountant needs Google's dp-accounting: pip install 'dpfim[accounting]'"
@@ -148,6 +150,11 @@ class Cost:
     def of(cls, measure: Measure, neighbours: Neighbours | str, times: int = 1) -> Cost:
         return cls(Neighbours(neighbours), ((measure, times),))
 
+    def same_as(self, other: Cost) -> bool:
+        """The same cost: the same relation and the same multiset of measures (however its
+        parts are ordered or split: ((m, 2),) is ((m, 1), (m, 1)))."""
+        return self.neighbours == other.neighbours and self.measures() == other.measures()
+
     def times(self, k: int) -> Cost:
         """The k-fold composition of this cost."""
         return Cost(self.neighbours, tuple((m, c * k) for m, c in self.parts))
@@ -169,6 +176,21 @@ class Cost:
 
     def to_json(self) -> list[dict[str, Any]]:
         return [{**measure_json(m), "count": c} for m, c in self.parts]
+
+    def describe(self) -> str:
+        """One line for people, e.g. "50 x bounded-range eps=0.06 + pure eps=0.25 (add-remove)"."""
+        from dpfim.params import format_amount
+
+        def one(m: Measure) -> str:
+            if isinstance(m, ZCDP):
+                return f"zcdp rho={format_amount(m.rho)}"
+            out = f"{measure_name(m)} eps={format_amount(m.eps)}"
+            if isinstance(m, ApproxDP):
+                out += f" delta={format_amount(m.delta)}"
+            return out
+
+        parts = " + ".join((f"{c} x " if c > 1 else "") + one(m) for m, c in self.parts)
+        return f"{parts} ({self.neighbours})"
 
     @classmethod
     def from_json(cls, neighbours: str, parts: Any) -> Cost:
@@ -269,3 +291,179 @@ def down(x: Fraction) -> float:
     """The largest float <= x."""
     f = float(x)
     return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
+
+
+# --- splitting one run's (eps, delta) among K adaptive rounds (docs/privacy.md §20.4) -----------
+
+SIGNIFICANT = 6  # an exact decimal of this many significant digits, rounded down
+# The stated split of delta for generic (eps0, delta0) rounds under tight: the composition's own
+# slack gets SLACK_SHARE of delta, the K rounds (1 - SLACK_SHARE) delta / K each; each share is
+# tried and the one giving the largest eps0 is taken (a function of public parameters only).
+SLACK_SHARES = (Fraction(1, 10), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))
+
+
+def unit(x: Fraction) -> Fraction:
+    """The last place of x > 0 at SIGNIFICANT significant decimal digits."""
+    exp = 0
+    while Fraction(10) ** (exp + 1) <= x:
+        exp += 1
+    while Fraction(10) ** exp > x:
+        exp -= 1
+    return Fraction(10) ** (exp - SIGNIFICANT + 1)
+
+
+def decimal_down(x: Fraction) -> Fraction:
+    """x > 0 rounded down to SIGNIFICANT significant decimal digits."""
+    u = unit(x)
+    return (x // u) * u
+
+
+def exact_text(x: Fraction) -> str:
+    """An exact rational as text: a fixed-point decimal when it has one, else "p/q"."""
+    from decimal import Decimal, localcontext
+
+    den = x.denominator
+    for p in (2, 5):
+        while den % p == 0:
+            den //= p
+    if den != 1:
+        return f"{x.numerator}/{x.denominator}"
+    with localcontext() as ctx:
+        ctx.prec = len(str(abs(x.numerator))) + x.denominator.bit_length() + 5
+        return format((Decimal(x.numerator) / Decimal(x.denominator)).normalize(), "f")
+
+
+def largest(feasible: Callable[[Fraction], bool], lo: Fraction, hi: Fraction) -> Fraction | None:
+    """The largest decimal of SIGNIFICANT digits in (lo, hi] that is feasible, found by bisection
+    on the decimal grid (feasible must be monotone: true up to some point), rounded down and
+    checked again after rounding; None when none above lo is found. lo is assumed feasible."""
+    if feasible(hi):
+        best = hi
+    else:
+        good, bad = lo, hi
+        while bad - good > max(good, Fraction(1, 10**12)) / 10**SIGNIFICANT:
+            mid = decimal_down((good + bad) / 2)
+            if mid <= good:
+                mid = (good + bad) / 2
+            if feasible(mid):
+                good = mid
+            else:
+                bad = mid
+        best = good
+    best = decimal_down(best)
+    while best > lo and not feasible(best):
+        best = decimal_down(best - unit(best) / 2)  # re-checked after rounding
+    return best if best > lo else None
+
+
+@dataclass(frozen=True)
+class Split:
+    """How one run's (eps, delta) is divided among `rounds` adaptive rounds and the supports:
+    each round runs at (eps0, delta0); the supports get eps_support (pure). `how` says which
+    rule gave it (docs/privacy.md §19.1 for basic, §20.4 for tight)."""
+
+    accountant: str
+    rounds: int
+    eps0: Fraction
+    delta0: Fraction
+    eps_support: Fraction
+    how: str
+
+    def cost(self, round_cost: Callable[[Fraction, Fraction], Cost]) -> Cost:
+        """The run's typed cost: `rounds` times the round's cost, then the supports."""
+        cost = round_cost(self.eps0, self.delta0).times(self.rounds)
+        if self.eps_support > 0:
+            cost = cost.plus(Cost.of(PureDP(self.eps_support), cost.neighbours))
+        return cost
+
+
+def split(
+    round_cost: Callable[[Fraction, Fraction], Cost],
+    rounds: int,
+    eps_sel: Fraction,
+    eps_support: Fraction,
+    delta: Fraction,
+    accountant: str = "basic",
+) -> Split:
+    """Each round's (eps0, delta0) for a run of `rounds` adaptive rounds (peeling) at the
+    selection's eps_sel and the run's delta, the supports at eps_support (pure).
+
+    basic: (eps_sel/K, delta/K), exact (docs/privacy.md §19.1). tight (§20.4): the largest
+    eps0 (an exact decimal, rounded down, re-checked) such that K rounds of round_cost(eps0,
+    delta0) and the supports compose, under the tight accountant (every bound of which holds
+    for adaptive composition of costs fixed in advance), to within (eps_sel + eps_support,
+    delta); pure and bounded-range rounds keep delta0 = delta/K (unused by them); generic rounds
+    get delta0 = (1 - s) delta / K for the share s of SLACK_SHARES that gives the largest eps0.
+    Where that is not larger than eps_sel/K the basic split is returned.
+    """
+    base = Split(
+        "basic", rounds, eps_sel / rounds, delta / rounds, eps_support, "basic: eps/K, delta/K"
+    )
+    if accountant == "basic":
+        return base
+    if accountant != "tight":
+        raise ParameterError(f"unknown accountant {accountant!r} (choose from basic, tight)")
+    if rounds == 1 and eps_support == 0:
+        return Split("tight", 1, eps_sel, delta, eps_support, "tight: one round, nothing to split")
+    eps = eps_sel + eps_support
+    probe = round_cost(base.eps0, base.delta0)
+    generic = basic([probe]).delta > 0
+    shares: tuple[Fraction | None, ...] = SLACK_SHARES if generic else (None,)
+    best: Split | None = None
+    for share in shares:
+        delta0 = base.delta0 if share is None else (1 - share) * delta / rounds
+
+        def feasible(e0: Fraction, delta0: Fraction = delta0) -> bool:
+            trial = Split("tight", rounds, e0, delta0, eps_support, "")
+            return fits([trial.cost(round_cost)], "tight", eps, delta)
+
+        e0 = largest(feasible, base.eps0, eps_sel)
+        if e0 is not None and (best is None or e0 > best.eps0):
+            how = (
+                "tight: K-fold adaptive composition within (eps, delta)"
+                if share is None
+                else f"tight: K-fold adaptive composition, delta0 = (1 - {share}) delta / K, "
+                f"the composition's slack {share} delta"
+            )
+            best = Split("tight", rounds, e0, delta0, eps_support, how)
+    if best is None:
+        return Split(
+            "tight", rounds, base.eps0, base.delta0, eps_support, "tight: basic is not beaten"
+        )
+    return best
+
+
+# --- zCDP -> (eps, delta), for mechanisms calibrated to a target pair ------------------------
+
+RHO_GRID = 10**12  # rho is a multiple of 1e-12, rounded down
+
+
+def zcdp_eps(rho: Fraction, delta: Fraction) -> Fraction:
+    """An upper bound, as an exact decimal Fraction, on Bun & Steinke's (2016, Prop. 1.3)
+    conversion: rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP."""
+    import decimal
+
+    if not 0 < delta < 1 or rho < 0:
+        raise ValueError(f"need rho >= 0 and delta in (0, 1): {rho}, {delta}")
+    ctx = decimal.Context(prec=60, rounding=decimal.ROUND_CEILING)
+    d_rho = ctx.divide(decimal.Decimal(rho.numerator), decimal.Decimal(rho.denominator))
+    log_inv = ctx.ln(ctx.divide(decimal.Decimal(delta.denominator), delta.numerator))
+    eps = ctx.add(d_rho, ctx.multiply(2, ctx.sqrt(ctx.multiply(d_rho, log_inv))))
+    # ln and sqrt are correctly rounded to 60 digits (error < 1 ulp); 1e-50 covers them
+    return Fraction(eps) + Fraction(1, 10**50)
+
+
+def zcdp_rho_for(eps: Fraction, delta: Fraction) -> Fraction:
+    """The largest rho on the 1e-12 grid whose zCDP implies (eps, delta)-DP by zcdp_eps:
+    rho* = (sqrt(L + eps) - sqrt(L))^2 with L = ln(1/delta), rounded down and re-checked
+    exactly (docs/privacy.md §21.4)."""
+    if eps <= 0:
+        raise ValueError(f"eps must be > 0: {eps}")
+    log_inv = math.log(fraction_to_float(1 / delta))
+    guess = (math.sqrt(log_inv + float(eps)) - math.sqrt(log_inv)) ** 2
+    rho = Fraction(math.floor(guess * RHO_GRID), RHO_GRID)
+    while rho > 0 and zcdp_eps(rho, delta) > eps:  # float slack: step down until it checks
+        rho -= Fraction(1, RHO_GRID) * max(1, int(rho * RHO_GRID) // 10**6)
+    if rho <= 0:
+        raise ValueError(f"no positive rho gives ({eps}, {delta})-DP")
+    return rho

@@ -115,6 +115,7 @@ def mine(
     progress: bool = False,
     diagnostics: Diagnostics | None = None,
     max_memory: int | str | None = None,
+    accountant: str = "basic",
     _rules: RulesRequest | None = None,
     _keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -137,6 +138,9 @@ def mine(
     the data: docs/privacy.md, "Record-length cap").
     max_memory: the counting's memory budget in bytes or as "2G", "512M" (default: half the
     RAM, at most 8 GiB); exact counting that cannot fit raises ResourceError.
+    accountant: how top=K splits (eps, delta) among the rounds: "basic" (eps/K, delta/K each)
+    or "tight" (the largest per-round eps whose K-fold adaptive composition stays within
+    (eps, delta), docs/privacy.md §20.4; needs `pip install 'dpfim[accounting]'`).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -154,6 +158,8 @@ def mine(
         supports=supports,
         support_share=support_share,
         closure_share=None if _rules is None else _rules.closure_share,
+        accountant=accountant,
+        closure_noise=None if _rules is None else _rules.noise,
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
@@ -213,6 +219,7 @@ def mine_file(
     spark_conf: Mapping[str, str] | None = None,
     precheck: Callable[[Options], None] | None = None,
     max_memory: int | str | None = None,
+    accountant: str = "basic",
     _rules: RulesRequest | None = None,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
@@ -224,7 +231,7 @@ def mine_file(
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     engine: "local", or "spark" (the `spark` extra): the file is read and counted by Spark
     (spark_master, spark_conf: the session), the mechanism runs here, unchanged.
-    max_memory: as in mine().
+    max_memory, accountant: as in mine().
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
@@ -243,6 +250,8 @@ def mine_file(
         supports=supports,
         support_share=support_share,
         closure_share=None if _rules is None else _rules.closure_share,
+        accountant=accountant,
+        closure_noise=None if _rules is None else _rules.noise,
     )
     engine_spec = EngineSpec(
         engines.get(engine).name,
@@ -366,6 +375,7 @@ def _mine(
         fields, book = _rules_fields(counts, rel, opts, rules, source, opts.max_record_items, keep)
         schema = RULES_SCHEMA
         params["closure_share"] = str(rules.closure_share)
+        params["closure_noise"] = opts.closure_noise
         if rules.rules:
             params["metric"] = rules.metric
             params["min_threshold"] = rules.min_threshold
@@ -394,14 +404,29 @@ def _rules_fields(
     eps_closure = opts.eps * req.closure_share
     with memory_phase("counting"):
         closure = rules.release_closure(
-            counts, rel, eps_closure, opts.neighbours, max_record_items, source
+            counts,
+            rel,
+            eps_closure,
+            opts.neighbours,
+            max_record_items,
+            source,
+            noise=opts.closure_noise,
+            delta_closure=opts.closure_delta,
         )
-    frame = rules.rules_frame(closure, req) if req.rules else None
+    frame = None
+    records = None
+    if req.rules and keep is not None:  # the Python API returns mlxtend's frame itself
+        frame = rules.rules_frame(closure, req)
+        records = frame.to_dict("records")
+    elif req.rules:
+        records = rules.rules_records(closure, req)
     fields: dict[str, Any] = {"selected": selected_entries(rel)}
-    fields.update(rules.rules_fields(closure, frame, req, sort_items))
+    fields.update(rules.rules_fields(closure, records, req, sort_items))
     if keep is not None:
         keep.update(closure=closure, rules=frame)
-    book = rules.rules_ledger(rel, opts.eps, eps_closure, opts.neighbours, closure)
+    book = rules.rules_ledger(
+        rel, opts.eps, eps_closure, opts.neighbours, closure, opts.closure_delta
+    )
     return fields, book
 
 
@@ -464,6 +489,7 @@ def rules_file(
     metric: str = "confidence",
     min_threshold: Number = "0.1",
     closure_share: Number | None = None,
+    closure_noise: str | None = None,
     top: int = 20,
     sizes: str | Sequence[int] | None = None,
     **kwargs: Any,
@@ -472,15 +498,13 @@ def rules_file(
     `dpfim rules` runs. Takes every option of mine_file (the ledger hooks too); the top-K
     selection spends eps * (1 - closure_share), the closure's noisy supports (and n under
     add/remove) eps * closure_share (default 1/2); docs/privacy.md, the closure release.
-    sizes: default "1-2" unless size= is given."""
-    from dpfim.rules import check_rules, preload
+    closure_noise: "auto" (default: the one with less expected error, from public values),
+    "laplace" or "gaussian" (docs/privacy.md §21.4). sizes: default "1-2" unless size= is given."""
+    from dpfim.rules import check_rules, worker
 
-    req = check_rules(metric, min_threshold, closure_share)
-    loading = preload()  # pandas + mlxtend import while the file is read (about half a second)
-    try:
+    req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
+    with worker():  # pandas + mlxtend load in a forked child while the file is read
         return mine_file(source, top=top, sizes=_sizes(sizes, kwargs, "1-2"), _rules=req, **kwargs)
-    finally:
-        loading.join()  # never outlives the run (an import cut short at exit is no good)
 
 
 def association_rules(
@@ -493,6 +517,7 @@ def association_rules(
     metric: str = "confidence",
     min_threshold: Number = 0.1,
     closure_share: Number | None = None,
+    closure_noise: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Private association rules as mlxtend's rules DataFrame (antecedents, consequents as
@@ -502,10 +527,10 @@ def association_rules(
     data: any input mine() accepts (a list of baskets, a one-hot or long DataFrame, a Series
     of baskets). The whole dpfim.rules/1 result (ledger included) is in `.attrs["result"]`.
     Takes every keyword of mine() (mechanism, neighbours, rng, universe, ...); sizes: default
-    "1-2" unless size= is given."""
+    "1-2" unless size= is given; closure_noise: as in rules_file."""
     from dpfim.rules import check_rules
 
-    req = check_rules(metric, min_threshold, closure_share)
+    req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, "1-2")
     result = mine(
@@ -525,6 +550,7 @@ def frequent_itemsets(
     sizes: str | Sequence[int] | None = None,
     use_colnames: bool = True,
     closure_share: Number | None = None,
+    closure_noise: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Private frequent itemsets shaped like mlxtend's fpgrowth/apriori output: a DataFrame
@@ -535,7 +561,7 @@ def frequent_itemsets(
 
     use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
     item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does.
-    sizes: default "1-3" unless size= is given."""
+    sizes: default "1-3" unless size= is given; closure_noise: as in rules_file."""
     from dpfim.errors import InputArgumentError
     from dpfim.rules import check_rules, itemsets_frame
 
@@ -548,7 +574,7 @@ def frequent_itemsets(
                 "use_colnames=True for item names"
             )
         labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
-    req = check_rules(closure_share=closure_share, rules=False)
+    req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, "1-3")
     result = mine(

@@ -16,6 +16,7 @@ MECHANISMS = (
     "lmm",
     "lmm-gap",
     "lmm-tight",
+    "lmm-floor",
     "em",
     "noisy-max-laplace",
     "permute-and-flip",

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dpfim import __version__
+from dpfim import ledger as ledger_mod
+from dpfim.accounting import Cost, PureDP
 from dpfim.choices import (
     ACCOUNTANTS,
     COMPRESSIONS,
@@ -41,7 +43,6 @@ from dpfim.result import (
 )
 
 if TYPE_CHECKING:
-    from dpfim import ledger as ledger_mod
     from dpfim.api import Diagnostics, Options
 
 # Light imports only above this line: `dpfim --help` and `--version` must not pay for numpy,
@@ -290,8 +291,11 @@ def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]]
             "--accountant",
             default=None,
             type=click.Choice(ACCOUNTANTS),
-            help="How spends compose [default: basic]; fixed with a data set's budget in --ledger "
-            "(tight is not yet available there: docs/privacy.md §20.3).",
+            help="How composition is counted [default: basic, or the --ledger data set's]: mine's "
+            "--top K rounds get eps/K each (basic) or the largest eps0 whose adaptive "
+            "composition fits (tight, docs/privacy.md §20.4; pip install 'dpfim[accounting]'); "
+            "fixed with a data set's budget in --ledger (tight there also fixes the per-run "
+            "cost: §20.3).",
         ),
         click.option(
             "-o",
@@ -358,6 +362,7 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     result = _release_run(input_path, opt, _api().mine_file)
+    opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     if opt["quiet"]:
         return
     if result["params"]["max_record_items"] == "none":
@@ -399,6 +404,14 @@ def mine(input_path: str, **opt: Any) -> None:
     "[default: 0.5]; the rest selects the top K.",
 )
 @click.option(
+    "--closure-noise",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "laplace", "gaussian"]),
+    help="The closure's noise: auto picks the one with less expected error from K, the sizes, "
+    "B, eps and delta (public values only); gaussian spends a tenth of --delta.",
+)
+@click.option(
     "--csv",
     "csv_path",
     default=None,
@@ -428,7 +441,7 @@ def rules(input_path: str, **opt: Any) -> None:
     if opt["size"] is None and opt["sizes"] is None:
         opt["sizes"] = "1-2"
     csv_path = opt.pop("csv_path")
-    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share")}
+    extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share", "closure_noise")}
 
     def write_csv(result: dict[str, Any]) -> None:
         if csv_path is not None:
@@ -461,12 +474,14 @@ def _release_run(
     check_output_path(opt["output"])
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
-    if opt["accountant"] == "tight" and not opt["ledger"]:
-        raise ParameterError(
-            "--accountant tight (splitting --top K by tight composition) is not implemented "
-            "yet; use --accountant basic"
-        )
     ledger_hooks = _ledger_hooks(input_path, opt)
+    if run is _api().mine_file:  # how --top K splits (eps, delta): the data set's accountant
+        extra = {**(extra or {}), "accountant": _split_accountant(input_path, opt)}
+    elif opt["accountant"] == "tight" and not opt["ledger"]:
+        raise ParameterError(
+            "dpfim rules splits its budget by basic composition: --accountant tight applies "
+            "to its --ledger only"
+        )
     inputs = {
         "INPUT": input_path,
         "--ledger": opt["ledger"],
@@ -508,12 +523,30 @@ def _release_run(
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
     if not opt["quiet"] and ledger_hooks is not None and ledger_hooks.after is not None:
         left = ledger_hooks.after  # public: a function of the budget and the public spends
-        _say(
+        line = (
             f"ledger: data set {ledger_hooks.dataset!r} has eps="
             f"{format_amount(left.remaining_eps, fixed=True)}, delta="
-            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant})"
+            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant}"
         )
+        if left.accountant == "tight":
+            line += f": {_runs_left(left)}"
+        _say(line + ")")
     return result
+
+
+def _split_accountant(input_path: str, opt: dict[str, Any]) -> str:
+    """mine's --accountant: as given; else, with --ledger, the data set's (basic for a new one);
+    else basic. A different one than the data set's is refused by the ledger (exit 2)."""
+    if opt["accountant"] is not None:
+        return str(opt["accountant"])
+    if opt["ledger"] is None or not os.path.isfile(opt["ledger"]):
+        return "basic"
+    try:
+        states = ledger_mod.load(opt["ledger"])
+    except DpfimError:  # unreadable or damaged: the ledger's own pre-check reports it
+        return "basic"
+    st = states.get(opt["dataset"] or input_path)
+    return "basic" if st is None or st.budget_eps is None else st.accountant
 
 
 def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
@@ -598,6 +631,13 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 @click.option("--supports", is_flag=True, help="Also release noisy supports (as mine --supports).")
 @click.option("--support-share", default=None, help="As mine --support-share [default: 0.25].")
 @click.option(
+    "--accountant",
+    default="basic",
+    show_default=True,
+    type=click.Choice(ACCOUNTANTS),
+    help="How --top K splits (eps, delta) among its rounds, as mine --accountant.",
+)
+@click.option(
     "--universe-size",
     type=int,
     default=None,
@@ -633,7 +673,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     like yours to choose a mechanism and epsilon, never as a release. For each mechanism and
     eps: P(top) = share of runs that name a top-support itemset; mean_gap, p90_gap = support
     gap c(1) - c(selected) over runs that name an itemset; none_rate; median_ell (lmm,
-    lmm-gap, lmm-tight); ms_per_run.
+    lmm-gap, lmm-tight, lmm-floor); ms_per_run.
 
     \b
     Example:
@@ -670,6 +710,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         top=opt["top"],
         supports=opt["supports"],
         support_share=opt["support_share"],
+        accountant=opt["accountant"],
     )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
@@ -719,6 +760,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
             top=opt["top"],
             supports=opt["supports"],
             support_share=opt["support_share"],
+            accountant=opt["accountant"],
         )
     finally:
         opened.close()
@@ -821,6 +863,85 @@ def ledger_plan(**opt: Any) -> None:
     write_text(json.dumps(plan(**opt), indent=2) + "\n", None)
 
 
+@ledger.command("create")
+@click.argument("path")
+@click.option("--dataset", required=True, help="The data set name (as mine --dataset).")
+@click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
+@click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
+@click.option(
+    "--accountant",
+    default="basic",
+    show_default=True,
+    type=click.Choice(ACCOUNTANTS),
+    help="How the data set's runs compose; tight fixes the per-run cost given here "
+    "(docs/privacy.md §20.3).",
+)
+@click.option("--eps", default=None, help="tight: each run's --eps (as mine).")
+@click.option("--delta", default=None, help="tight: each run's --delta (as mine).")
+@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(MECHANISMS))
+@click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
+@click.option("--top", default=1, show_default=True, type=int, help="Each run's --top K.")
+@click.option("--supports", is_flag=True, help="Each run releases noisy supports.")
+@click.option("--support-share", default=None, help="Each run's --support-share.")
+@click.option("-r", "--size", default=None, type=int, help="Each run's itemset size r.")
+@click.option("--sizes", default=None, help="Each run's --sizes.")
+@click.option("--candidates", default=10, show_default=True, type=int, help="limited-domain's k.")
+@click.option("--note", default=None, help="A note stored with the budget line.")
+def ledger_create(path: str, **opt: Any) -> None:
+    """Create a data set's budget in PATH without spending (a new PATH is created).
+
+    With --accountant tight the run options (--eps, --delta, --mechanism, --top, ...) fix the
+    cost every run of the data set must have (docs/privacy.md §20.3); without this command the
+    first run fixes it. A data set that has a budget: exit 2; one run does not fit: exit 4.
+
+    \b
+    Example:
+      dpfim ledger create ledger.jsonl --dataset orders --budget-eps 2 --budget-delta 1e-6 \\
+          --accountant tight --mechanism em --neighbours add-remove --eps 0.04 --delta 1e-6
+    """
+    accountant = opt["accountant"]
+    dataset = opt["dataset"]
+    if not dataset.strip():
+        raise ParameterError("--dataset must not be empty")
+    run_options = ("eps", "delta", "top", "supports", "support_share", "size", "sizes")
+    given = opt["eps"] is not None or opt["delta"] is not None
+    if accountant == "tight" and (opt["eps"] is None or opt["delta"] is None):
+        raise ParameterError(
+            "--accountant tight fixes each run's cost: give the runs' --eps and --delta (and "
+            "--mechanism, --top, ... as the runs will)"
+        )
+    if accountant == "basic" and given:
+        raise ParameterError(
+            "--eps/--delta fix a tight data set's per-run cost; a basic data set has none"
+        )
+    if accountant == "tight":
+        opts = _api().check_options(
+            universe_given=True,
+            mechanism=opt["mechanism"],
+            neighbours=opt["neighbours"],
+            candidates=opt["candidates"],
+            accountant="tight",
+            **{k: opt[k] for k in run_options},
+        )
+        cost = opts.cost()
+    else:
+        cost = Cost.of(PureDP(Fraction(0)), opt["neighbours"])  # only checked to fit
+    spend = ledger_mod.Spend(
+        path=path,
+        dataset=dataset,
+        cost=cost,
+        mechanism=opt["mechanism"],
+        command=["dpfim", *sys.argv[1:]],
+        budget_eps=check_eps(opt["budget_eps"]),
+        budget_delta=check_delta(opt["budget_delta"]),
+        note=opt["note"],
+        accountant=accountant,
+    )
+    st = ledger_mod.create(spend)
+    line = f"{path}: created data set {dataset!r}: " + _state_line(dataset, st).split(": ", 1)[1]
+    write_text(line + "\n", None)
+
+
 @ledger.command("head")
 @click.argument("path")
 @click.option(
@@ -848,19 +969,38 @@ def ledger_head(path: str, init: bool) -> None:
 @click.argument("path")
 @click.option("--dataset", default=None, help="Only this data set.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    metavar="PNG",
+    help="Also draw cumulative eps over time under each accountant into this PNG "
+    "(needs dpfim[plot]).",
+)
+def ledger_show(path: str, dataset: str | None, as_json: bool, plot_path: str | None) -> None:
     """Runs, spent and remaining budget per data set in PATH (amounts as exact decimals).
 
     \b
     Example:
       dpfim ledger show ledger.jsonl --dataset orders
+      dpfim ledger show ledger.jsonl --plot spend.png
     """
-    states = _ledger().load(path)
+    if plot_path is not None:
+        _check_plot_path(plot_path, path)
+    entries = ledger_mod.read(path)
+    states = ledger_mod.state(entries)
     if dataset is not None:
         if dataset not in states:
             known = ", ".join(repr(k) for k in states) or "none"
             raise ParameterError(f"{path}: no data set {dataset!r} (known: {known})")
         states = {dataset: states[dataset]}
+    if plot_path is not None:
+        from dpfim import spendplot
+
+        title = f"{path}: cumulative epsilon per run, under basic and tight composition"
+        write_bytes(
+            spendplot.png(spendplot.series(entries, states), title), plot_path, flag="--plot"
+        )
     if as_json:
         rows = [st.summary(name) for name, st in states.items()]
         write_text(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n", None)
@@ -868,8 +1008,35 @@ def ledger_show(path: str, dataset: str | None, as_json: bool) -> None:
     write_text("".join(_state_line(name, st) + "\n" for name, st in states.items()), None)
 
 
+def _check_plot_path(plot_path: str, ledger_path: str) -> None:
+    """--plot: a usage error before anything is read when it names a ledger, its head file
+    or a non-PNG name, or when matplotlib is missing."""
+    check_output_path(plot_path, "--plot")
+    if not plot_path.lower().endswith(".png"):
+        raise ParameterError(f"--plot {plot_path}: dpfim writes PNG; name it *.png")
+    check_not_overwriting(
+        plot_path,
+        "--plot",
+        {"PATH": ledger_path, "PATH's head file": ledger_mod.head_path(ledger_path)},
+    )
+    ledger_mod.refuse_ledger(plot_path, "--plot")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ParameterError("--plot needs matplotlib: pip install 'dpfim[plot]'") from None
+
+
 def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
+
+
+def _runs_left(st: ledger_mod.DatasetState) -> str:
+    """ "N more runs of its fixed cost fit" for a tight data set (docs/privacy.md §20.3)."""
+    left = st.runs_left()
+    if left is None:
+        return "how many more runs fit needs dp-accounting: pip install 'dpfim[accounting]'"
+    at_least = "at least " if left == ledger_mod.RUNS_LEFT_CAP else ""
+    return f"{at_least}{_plural(left or 0, 'more run', 'more runs')} of its fixed cost fit"
 
 
 def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
@@ -884,6 +1051,10 @@ def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
     tight = st.tight_spent()
     if tight is not None:
         line += f"; tight: eps={float(tight.eps):.6g} at delta={f(tight.delta)}"
+        if not st.tight_is_guarantee:
+            line += " (information, not a guarantee: the runs' costs differ, §20.3)"
+    if st.accountant == "tight" and st.per_run is not None:
+        line += f"; {_runs_left(st)}, each {st.per_run.describe()}"
     if st.over_budget:
         line += " (more was spent than the current budget: nothing remains)"
     return line
@@ -913,6 +1084,8 @@ def _none_hint(opt: dict[str, Any]) -> str:
         supports=opt.get("supports", False),
         support_share=opt.get("support_share"),
         closure_share=opt.get("closure_share"),
+        accountant=opt.get("split_accountant", "basic"),
+        closure_noise=opt.get("closure_noise"),
     )
     return str(api.none_hint(opts, opts.max_record_items))
 

@@ -136,8 +136,11 @@ def evaluate(
     top: int = 1,
     supports: bool = False,
     support_share: str | None = None,
+    accountant: str = "basic",
 ) -> pd.DataFrame:
     """One row per mechanism x eps (COLUMNS; TOPK_COLUMNS when top > 1 or supports).
+
+    accountant: how top-K splits (eps, delta) among the rounds, as mine --accountant.
 
     universe_size: K for the mechanisms that need a finite universe (default: C(d, r) for the d
     distinct items of the data). Mechanisms not valid under `neighbours` are skipped.
@@ -192,6 +195,7 @@ def evaluate(
             top=top,
             supports=supports,
             support_share=support_share,
+            accountant=accountant,
         )
         # Only the mechanisms that need a finite universe get one; the others run as they would
         # in `dpfim mine` without --universe-items (open universe, "none" possible).
@@ -232,6 +236,7 @@ def _topk_row(
     """Top-k metrics of one mechanism x eps over `trials` runs of the real peeling code."""
     spec = registry.get(opts.mechanism)
     p = opts.public(universe_size, growth_b)
+    round_p = opts.round_public(universe_size, growth_b)  # the run's split (basic or tight)
     _, eps_sup = topk.shares(opts.eps, opts.supports, opts.support_share)
     k = opts.top
     kth = int(index.counts[k - 1]) if len(index.counts) >= k else 0
@@ -250,7 +255,9 @@ def _topk_row(
     spent = 0.0
     for _ in range(trials):
         t0 = time.perf_counter()
-        picks, _ = topk.peel(index, spec, p, k, source, namer if universe_size else None)
+        picks, _ = topk.peel(
+            index, spec, p, k, source, namer if universe_size else None, round_p=round_p
+        )
         if opts.supports:
             picks = topk.add_supports(picks, eps_sup, source)
         spent += time.perf_counter() - t0

@@ -4,10 +4,12 @@ locked, hash-chained ledger of spends per data set (docs/ledger.md)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -31,10 +33,8 @@ GENESIS = "0" * 64
 LEDGER_VERSION = 2  # the lines written now: a spend carries its typed cost and relation
 READ_VERSIONS = (1, 2)  # v1 spends are read as one generic (eps, delta) pair
 HEAD_VERSION = 1
-TIGHT_PENDING = (
-    "--accountant tight is not yet available for the persistent ledger: its adaptivity rule "
-    "(docs/privacy.md §20.3) awaits an independent review; use --accountant basic"
-)
+# runs_left() stops counting here (a tight budget that lasts longer says "at least")
+RUNS_LEFT_CAP = 1 << 20
 HEAD_SUFFIX = ".head"
 
 
@@ -54,6 +54,8 @@ class DatasetState:
     accountant: str = "basic"
     neighbours: Neighbours | None = None
     costs: list[Cost] = field(default_factory=list)
+    # tight data sets: the per-run cost fixed when the budget was created (docs/privacy.md §20.3)
+    per_run: Cost | None = None
 
     @property
     def runs(self) -> int:
@@ -76,13 +78,26 @@ class DatasetState:
 
     @property
     def remaining_eps(self) -> Fraction | None:
-        """Never negative: a budget below the spend (a hand-edited ledger) leaves 0."""
-        return (
-            None if self.budget_eps is None else max(Fraction(0), self.budget_eps - self.spent_eps)
-        )
+        """Never negative: a budget below the spend (a hand-edited ledger) leaves 0.
+
+        basic: the budget's eps minus the sum. tight: the budget's eps minus the tight eps of
+        the runs so far at the budget's delta (information: what a tight data set can still do
+        is `runs_left`, since eps does not add up under tight composition)."""
+        if self.budget_eps is None:
+            return None
+        spent = self.spent_eps
+        if self.accountant == "tight" and self.costs:
+            tight = self.tight_spent()
+            if tight is None:  # dp-accounting is not installed: not known here
+                return None
+            # rounded up to 1e-9: a readable, conservative remainder (the bound is a float)
+            spent = Fraction(math.ceil(tight.eps * 10**9), 10**9)
+        return max(Fraction(0), self.budget_eps - spent)
 
     @property
     def remaining_delta(self) -> Fraction | None:
+        """The budget's delta minus the runs' own deltas (under both accountants: under tight the
+        runs' own deltas are committed, the rest is the composition's slack)."""
         if self.budget_delta is None:
             return None
         return max(Fraction(0), self.budget_delta - self.spent_delta)
@@ -90,9 +105,52 @@ class DatasetState:
     @property
     def over_budget(self) -> bool:
         """More was spent than the stored budget allows (only possible in an edited ledger)."""
-        return (self.budget_eps is not None and self.spent_eps > self.budget_eps) or (
-            self.budget_delta is not None and self.spent_delta > self.budget_delta
+        if self.budget_eps is None or self.budget_delta is None:
+            return False
+        if self.accountant == "tight":
+            try:
+                return not accounting.fits(self.costs, "tight", self.budget_eps, self.budget_delta)
+            except ParameterError:  # dp-accounting is not installed: not known here
+                return False
+        return self.spent_eps > self.budget_eps or self.spent_delta > self.budget_delta
+
+    def fits(self, runs: int) -> bool:
+        """Whether `runs` runs of a tight data set's fixed per-run cost fit its budget."""
+        assert self.per_run is not None
+        assert self.budget_eps is not None and self.budget_delta is not None
+        if runs == 0:
+            return True
+        return accounting.fits(
+            [self.per_run.times(runs)], "tight", self.budget_eps, self.budget_delta
         )
+
+    def runs_left(self) -> int | None:
+        """How many more runs of a tight data set's fixed cost fit its budget (None for a
+        basic data set, or without dp-accounting; RUNS_LEFT_CAP when at least that many do):
+        the largest M with runs + M identical runs within the budget under tight composition.
+        A function of public parameters only (the cost, the budget and the number of runs)."""
+        if self.accountant != "tight" or self.per_run is None:
+            return None
+        try:
+            return self._runs_left()
+        except ParameterError:  # dp-accounting is not installed: not known here
+            return None
+
+    def _runs_left(self) -> int:
+        if not self.fits(self.runs + 1):
+            return 0
+        lo, hi = 1, 2  # lo fits; find hi that does not
+        while self.fits(self.runs + hi):
+            lo, hi = hi, hi * 2
+            if hi > RUNS_LEFT_CAP:
+                return RUNS_LEFT_CAP
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.fits(self.runs + mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     def tight_spent(self) -> accounting.Total | None:
         """The spend under the tight accountant at the budget's delta (information: None when
@@ -104,6 +162,17 @@ class DatasetState:
         except ParameterError:
             return None
 
+    @property
+    def tight_is_guarantee(self) -> bool:
+        """Whether the tight spend is a privacy guarantee (docs/privacy.md §20.3): on a tight
+        data set (every run's cost fixed in advance), or when every run so far had the same
+        cost. On a free-form ledger whose runs had different costs it is information only:
+        their parameters may have been chosen adaptively, and no tight filter covers that."""
+        if self.accountant == "tight":
+            return True
+        first = self.costs[0] if self.costs else None
+        return first is not None and all(c.same_as(first) for c in self.costs)
+
     def summary(self, name: str) -> dict[str, Any]:
         """`ledger show --json` for one data set: numbers as JSON numbers."""
 
@@ -114,7 +183,7 @@ class DatasetState:
             }
 
         basic, tight = self.spent(), self.tight_spent()
-        return {
+        out: dict[str, Any] = {
             "dataset": name,
             "runs": self.runs,
             "accountant": self.accountant,
@@ -124,17 +193,27 @@ class DatasetState:
                 "tight": None if tight is None else pair(tight.eps, tight.delta),
             },
             "remaining": pair(self.remaining_eps, self.remaining_delta),
+            # false: the tight figure is information, not a guarantee (§20.3)
+            "tight_is_guarantee": tight is not None and self.tight_is_guarantee,
         }
+        if self.accountant == "tight":
+            out["remaining"]["runs"] = self.runs_left()
+            out["per_run"] = None if self.per_run is None else self.per_run.describe()
+        return out
 
     def remaining_json(self) -> dict[str, Any]:
         """The remaining budget for a result's ledger: public (a function of public
-        parameters: the budget and the costs of earlier runs)."""
+        parameters: the budget and the costs of earlier runs). A tight data set also says how
+        many more runs of its fixed cost fit (`runs`)."""
         assert self.remaining_eps is not None and self.remaining_delta is not None
-        return {
+        out: dict[str, Any] = {
             "accountant": self.accountant,
             "eps": accounting.amount(self.remaining_eps),
             "delta": accounting.amount(self.remaining_delta),
         }
+        if self.accountant == "tight":
+            out["runs"] = self.runs_left()
+        return out
 
     def add(self, cost: Cost) -> None:
         self.costs.append(cost)
@@ -258,6 +337,9 @@ def parse(content: bytes, name: str) -> list[dict[str, Any]]:
                 entry["_cost"] = Cost.of(ApproxDP(entry["_eps"], entry["_delta"]), "replace")
             if kind == "budget" and entry.get("accountant", "basic") not in accounting.ACCOUNTANTS:
                 raise ValueError("unknown accountant")
+            if kind == "budget" and entry.get("accountant") == "tight":
+                fixed = entry["per_run"]
+                entry["_per_run"] = Cost.from_json(fixed["neighbours"], fixed["cost"])
         except (KeyError, ValueError, TypeError, ZeroDivisionError):
             raise LedgerError(f"{name}:{number}: bad eps/delta amount or cost") from None
         prev = entry["_hash"] = _line_hash(line)
@@ -365,6 +447,9 @@ def state(entries: list[dict[str, Any]]) -> dict[str, DatasetState]:
             st.budget_eps, st.budget_delta = entry["_eps"], entry["_delta"]
             if entry["kind"] == "budget":
                 st.accountant = entry.get("accountant", "basic")
+                st.per_run = entry.get("_per_run")
+                if st.per_run is not None and st.neighbours is None:
+                    st.neighbours = st.per_run.neighbours
     for name, old in pending.items():
         st = out[name]
         relation = st.neighbours or Neighbours.REPLACE
@@ -384,6 +469,11 @@ def _read(path: str) -> list[dict[str, Any]]:
     entries = parse(content, path)
     check_head(path, entries)
     return entries
+
+
+def read(path: str) -> list[dict[str, Any]]:
+    """The verified entries of a ledger file (its hash chain and head checked)."""
+    return _read(path)
 
 
 def verify(path: str, expect_head: str | None = None) -> int:
@@ -447,6 +537,9 @@ class Spend:
     raise_budget: bool = False
     note: str | None = None
     accountant: str | None = None  # None: the data set's (basic for a new one)
+    # create the data set's budget only (`dpfim ledger create`): no spend; `cost` is the
+    # per-run cost a tight data set fixes (and one run of it must fit)
+    budget_only: bool = False
 
     @property
     def eps(self) -> Fraction:
@@ -460,13 +553,18 @@ class Spend:
 def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, list[Any]]:
     """The lines a spend would append, after every check; the state before the spend.
 
-    Raises ParameterError (budget mismatch, a budget below the spend) or BudgetError.
+    Raises ParameterError (budget mismatch, a budget below the spend, a tight data set's rule)
+    or BudgetError.
     """
     st = state(entries).get(spend.dataset, DatasetState())
+    if spend.budget_only and st.budget_eps is not None:
+        raise ParameterError(
+            f"data set {spend.dataset!r} already has a budget in {spend.path}: a budget is "
+            "created once"
+        )
     new_lines: list[tuple[str, Fraction, Fraction]] = []
     b_eps, b_delta = spend.budget_eps, spend.budget_delta
-    if spend.accountant == "tight":
-        raise ParameterError(TIGHT_PENDING)
+    accountant = st.accountant if st.budget_eps is not None else spend.accountant or "basic"
     if spend.accountant not in (None, st.accountant) and st.budget_eps is not None:
         raise ParameterError(
             f"data set {spend.dataset!r} uses --accountant {st.accountant} in {spend.path}: "
@@ -485,16 +583,20 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
                 "--budget-eps and --budget-delta on its first run"
             )
         new_lines.append(("budget", b_eps, b_delta))
-        st.accountant = spend.accountant or "basic"
+        st.accountant = accountant
+        if accountant == "tight":  # the first run fixes the per-run cost (§20.3)
+            st.per_run = spend.cost
     elif (
         b_eps is not None
         and b_delta is not None
-        and (b_eps, b_delta)
-        != (
-            st.budget_eps,
-            st.budget_delta,
-        )
-    ):
+        and (b_eps, b_delta) != (st.budget_eps, st.budget_delta)
+    ) or (spend.raise_budget and st.accountant == "tight"):
+        if st.accountant == "tight":
+            raise ParameterError(
+                f"data set {spend.dataset!r} uses the tight accountant in {spend.path}: its "
+                "budget is fixed when it is created and cannot be raised (docs/privacy.md §20.3)"
+            )
+        assert b_eps is not None and b_delta is not None
         if not spend.raise_budget:
             raise ParameterError(
                 f"data set {spend.dataset!r} has budget eps={format_amount(st.budget_eps)}, "
@@ -510,7 +612,11 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
     if new_lines:
         st.budget_eps, st.budget_delta = new_lines[-1][1], new_lines[-1][2]
     assert st.budget_eps is not None and st.budget_delta is not None
-    if not accounting.fits([*st.costs, spend.cost], st.accountant, st.budget_eps, st.budget_delta):
+    if st.accountant == "tight":
+        _check_tight(spend, st)
+    elif not accounting.fits(
+        [*st.costs, spend.cost], st.accountant, st.budget_eps, st.budget_delta
+    ):
         raise BudgetError(
             f"budget exhausted for data set {spend.dataset!r}: requested "
             f"eps={format_amount(spend.eps)}, delta={format_amount(spend.delta)}; spent "
@@ -518,8 +624,29 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
             f"remaining eps={format_amount(st.remaining_eps)}, "
             f"delta={format_amount(st.remaining_delta)}"
         )
-    new_lines.append(("spend", spend.eps, spend.delta))
+    if not spend.budget_only:
+        new_lines.append(("spend", spend.eps, spend.delta))
     return st, new_lines
+
+
+def _check_tight(spend: Spend, st: DatasetState) -> None:
+    """The §20.3 rule: the run costs exactly the data set's fixed per-run cost, and N + 1 such
+    runs (N spent so far) fit the budget under tight composition."""
+    assert st.per_run is not None and st.budget_eps is not None and st.budget_delta is not None
+    if not spend.cost.same_as(st.per_run):
+        raise ParameterError(
+            f"data set {spend.dataset!r} uses the tight accountant in {spend.path}: every run "
+            f"must cost what its first did ({st.per_run.describe()}), this one costs "
+            f"{spend.cost.describe()} (docs/privacy.md §20.3)"
+        )
+    if not st.fits(st.runs + 1):
+        n = st.runs + 1
+        raise BudgetError(
+            f"budget exhausted for data set {spend.dataset!r}: {st.runs} runs of "
+            f"{st.per_run.describe()} were spent, and {n} {'run does' if n == 1 else 'do'} not "
+            f"fit eps={format_amount(st.budget_eps)}, delta={format_amount(st.budget_delta)} "
+            "under tight composition"
+        )
 
 
 def check(spend: Spend) -> None:
@@ -601,7 +728,12 @@ def reserve(spend: Spend) -> DatasetState:
                 entry["cost"] = spend.cost.to_json()
                 entry["mechanism"] = spend.mechanism
             if kind == "budget":
-                entry["accountant"] = spend.accountant or "basic"
+                entry["accountant"] = st.accountant
+                if st.per_run is not None:
+                    entry["per_run"] = {
+                        "neighbours": str(st.per_run.neighbours),
+                        "cost": st.per_run.to_json(),
+                    }
             entry["command"] = spend.command
             entry["dpfim_version"] = _version()
             entry["note"] = spend.note
@@ -626,8 +758,19 @@ def reserve(spend: Spend) -> DatasetState:
                 f"{head_path(spend.path)}: cannot write the ledger head ({exc.strerror}); the "
                 "spend is recorded, nothing was released"
             ) from None
-        st.add(spend.cost)
+        if not spend.budget_only:
+            st.add(spend.cost)
         return st
+
+
+def create(spend: Spend) -> DatasetState:
+    """Create a data set's budget without spending (`dpfim ledger create`): the budget line,
+    with a tight data set's fixed per-run cost `spend.cost` (docs/privacy.md §20.3). Refused
+    (exit 2) when the data set has a budget already, exit 4 when one run of the cost does not
+    fit the budget."""
+    spend = dataclasses.replace(spend, budget_only=True)
+    check(spend)  # read-only first: a refused creation leaves no file behind
+    return reserve(spend)
 
 
 @dataclass

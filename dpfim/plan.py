@@ -1,5 +1,8 @@
 """Planning a budget (`dpfim ledger plan`): the largest per-run eps that keeps N runs inside it.
 
+Under tight, each run's --top K is split by tight composition as `dpfim mine` on a tight data
+set splits it (docs/privacy.md §20.4), so the plan is the cost such a run will fix.
+
 Reads no ledger and no data: the answer is a function of public parameters only. Each run's
 cost is the typed cost the mechanism reports for the given options (K rounds of --top plus the
 supports, `release.run_cost`); N runs compose under the chosen accountant (dpfim.accounting).
@@ -91,6 +94,7 @@ def plan(
         top=top,
         supports=supports,
         support_share=support_share,
+        accountant=accountant,  # a tight data set's runs split --top K by tight too (§20.4)
     )
     if delta is None and accounting.basic([opts.cost()]).delta > 0:
         raise ParameterError(f"--mechanism {mechanism} spends a delta: give each run's --delta")

@@ -28,12 +28,21 @@ from typing import Any
 
 import numpy as np
 
-from dpfim.accounting import amount, basic
+from dpfim.accounting import amount, basic, compose, exact_text
 from dpfim.counts import Counts, Key
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
 from dpfim.mechanisms.registry import Public, Spec
-from dpfim.request import DEFAULT_SUPPORT_SHARE, MAX_TOP, Options, run_cost, shares
+from dpfim.params import fraction_to_float
+from dpfim.request import (
+    DEFAULT_SUPPORT_SHARE,
+    MAX_TOP,
+    Options,
+    round_cost,
+    run_cost,
+    shares,
+    split_of,
+)
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
 from dpfim.views import DeclaredUniverse, Without, ids_of
@@ -75,6 +84,7 @@ def peel(
     rng: RandomSource,
     name_zero: ZeroNamer | None = None,
     declared: DeclaredUniverse | None = None,
+    round_p: Public | None = None,
 ) -> tuple[list[Pick], Outcome | None]:
     """Up to k itemsets in rank order, and the outcome of the round that answered none (None
     if no round did); p holds the selection's whole (eps, delta).
@@ -82,10 +92,12 @@ def peel(
     name_zero: how to name a zero-count pick (declared universe); None (open universe): a
     zero-count pick is the answer none and ends the run. declared: the declared universe by
     identity, so that report-noisy-max can draw the itemsets below its floor instead of
-    having every nonzero count listed (noisy_max.Groups; the law is the same).
+    having every nonzero count listed (noisy_max.Groups; the law is the same). round_p: one
+    round's parameters (the run's Split, dpfim.accounting); None: (eps/k, delta/k), basic.
     """
     view = Without(counts, declared)
-    round_p = p.scaled(p.eps / k, p.delta / k)
+    if round_p is None:
+        round_p = p.scaled(p.eps / k, p.delta / k)
     picks: list[Pick] = []
     for rank in range(1, k + 1):
         universe = None if p.universe_size is None else p.universe_size - len(view.removed)
@@ -122,21 +134,34 @@ def ledger(
     p: Public,
     k: int,
     eps_support: Fraction,
+    accountant: str = "basic",
 ) -> dict[str, Any]:
-    """The composed ledger: K rounds at (eps_sel/K, delta/K) plus the supports (basic
-    composition in dpfim.accounting, exact rationals)."""
-    round_p = p.scaled(p.eps / k, p.delta / k)
-    one = basic([spec.charge(round_p)])
-    selection = basic([spec.charge(round_p).times(k)])
-    sel_eps, sel_delta = selection.eps, selection.delta
-    total = basic([run_cost(spec, p, k, eps_support)])
+    """The composed ledger: K rounds at the split's (eps0, delta0) plus the supports, composed
+    in dpfim.accounting (basic: exact sums, (eps_sel/K, delta/K) each; tight: the K-fold
+    adaptive composition's bound at the run's delta, docs/privacy.md §20.4)."""
+    sp = split_of(spec, p, k, eps_support, accountant)
+    per_round = round_cost(spec, p)
+    round_p = p.scaled(sp.eps0, sp.delta0)
+    one = basic([per_round(sp.eps0, sp.delta0)])
+    selection = per_round(sp.eps0, sp.delta0).times(k)
+    cost = sp.cost(per_round)
+    if sp.accountant == "basic":
+        sel, total = basic([selection]), basic([cost])
+        composition = "basic sequential composition, exact rationals"
+    else:
+        sel = compose([selection], "tight", delta=p.delta)
+        total = compose([cost], "tight", delta=p.delta)
+        composition = (
+            f"{total.accountant}: the {k} rounds' adaptive composition (plus the supports) at "
+            "the run's delta (docs/privacy.md §20.4); the exact typed cost is in `cost`"
+        )
     steps = [
         {
             "step": f"peeling: {k} rounds of {spec.name}, each on the counts without the "
             f"itemsets already released, each ({one.eps}, {one.delta})-DP",
             "releases": "itemsets (rank order)",
-            "eps": amount(sel_eps),
-            "delta": amount(sel_delta),
+            "eps": amount(sel.eps),
+            "delta": amount(sel.delta),
         }
     ]
     if eps_support > 0:
@@ -149,11 +174,16 @@ def ledger(
                 "delta": amount(Fraction(0)),
             }
         )
-    return {
+    out: dict[str, Any] = {
         "neighbours": p.neighbours,
         "eps": amount(total.eps),
         "delta": amount(total.delta),
-        "composition": "basic sequential composition, exact rationals",
+        "composition": composition,
+        "accountant": sp.accountant,
+        "per_round_eps": fraction_to_float(sp.eps0),
+        "per_round_eps_exact": exact_text(sp.eps0),
+        "per_round_delta": amount(one.delta),
+        "split": sp.how,
         "steps": steps,
         "round": spec.ledger_of(round_p),
         "note": (
@@ -163,6 +193,9 @@ def ledger(
             "same data compose."
         ),
     }
+    if sp.accountant == "tight":
+        out["cost"] = {"neighbours": str(cost.neighbours), "parts": cost.to_json()}
+    return out
 
 
 def random_zero_itemset(
@@ -268,7 +301,8 @@ def release(
             return random_zero_itemset(view, vocab, sizes, source)
 
         declared = DeclaredUniverse(vocab, sizes, counts)
-    picks, last = peel(counts, spec, p, opts.top, rng, name_zero, declared)
+    round_p = opts.round_public(universe_size, max_record_items)
+    picks, last = peel(counts, spec, p, opts.top, rng, name_zero, declared, round_p)
     _, eps_sup = shares(opts.eps, opts.supports, opts.support_share)
     if opts.supports:
         picks = add_supports(picks, eps_sup, rng)
@@ -278,11 +312,10 @@ def release(
     if single:
         params, book = spec.extra(p), spec.ledger_of(p)
     else:
-        round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
         params = {"top": opts.top, **spec.extra(round_p)}
         if opts.supports:
             params["support_share"] = str(opts.support_share)
-        book = ledger(spec, p, opts.top, eps_sup)
+        book = ledger(spec, p, opts.top, eps_sup, opts.accountant)
     return Release(spec, picks, names, last, params, book, opts.top, opts.supports, single)
 
 

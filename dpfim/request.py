@@ -7,11 +7,14 @@ read and how. Usage errors (exit 2) come from here, never from deeper down.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from dpfim.accounting import Cost, PureDP, basic
+from dpfim import accounting
+from dpfim.accounting import ACCOUNTANTS, ApproxDP, Cost, PureDP, Split, basic
 from dpfim.choices import NEIGHBOURS as NEIGHBOURS
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
@@ -45,13 +48,41 @@ def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fr
     return eps * (1 - share), eps * share
 
 
-def run_cost(spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction) -> Cost:
-    """The typed cost of one run: K rounds of the mechanism at (eps_sel/K, delta/K), then the
-    noisy supports (pure eps_support). For K = 1 without supports: the mechanism's own cost."""
-    cost = spec.charge(p.scaled(p.eps / k, p.delta / k)).times(k)
-    if eps_support > 0:
-        cost = cost.plus(Cost.of(PureDP(eps_support), p.relation))
-    return cost
+def run_cost(
+    spec: registry.Spec,
+    p: registry.Public,
+    k: int,
+    eps_support: Fraction,
+    accountant: str = "basic",
+) -> Cost:
+    """The typed cost of one run: K rounds of the mechanism at the split's (eps0, delta0) (basic:
+    (eps_sel/K, delta/K)), then the noisy supports (pure eps_support). For K = 1 without
+    supports: the mechanism's own cost."""
+    return split_of(spec, p, k, eps_support, accountant).cost(round_cost(spec, p))
+
+
+def round_cost(spec: registry.Spec, p: registry.Public) -> Callable[[Fraction, Fraction], Cost]:
+    """The typed cost of one round at (eps0, delta0): the mechanism's own cost (public only)."""
+    return lambda eps0, delta0: spec.charge(p.scaled(eps0, delta0))
+
+
+def split_of(
+    spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction, accountant: str
+) -> Split:
+    """How a run of K rounds at p's (eps_sel, delta) is split (dpfim.accounting.split): a
+    function of public parameters only, computed once per distinct request."""
+    if accountant == "basic":  # exact and cheap: never cached, never needs the extra
+        return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
+    # a mechanism's cost reads (eps, delta) and the relation only: one search per request,
+    # whether the universe and the record bound are known yet or not
+    key = dataclasses.replace(p, universe_size=None, max_record_items=None)
+    return _split(spec.name, key, k, eps_support, accountant)
+
+
+@functools.lru_cache(maxsize=64)
+def _split(name: str, p: registry.Public, k: int, eps_support: Fraction, accountant: str) -> Split:
+    spec = registry.get(name)
+    return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta, accountant)
 
 
 @dataclass(frozen=True)
@@ -74,6 +105,20 @@ class Options:
     # a rules run (dpfim/rules.py): the share of eps spent on the closure's noisy supports (and
     # n under add/remove); the selection gets the rest. None: not a rules run
     closure_share: Fraction | None = None
+    # how --top K splits the run's (eps, delta): basic (eps/K, delta/K) or tight (§20.4)
+    accountant: str = "basic"
+    # a rules run: "laplace" (the closure is pure eps_c) or "gaussian" (it spends (eps_c,
+    # delta_c) with delta_c = delta * rules.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
+    closure_noise: str = "laplace"
+
+    @property
+    def closure_delta(self) -> Fraction:
+        """The delta the closure release spends (0 unless its noise is Gaussian)."""
+        if self.closure_share is None or self.closure_noise != "gaussian":
+            return Fraction(0)
+        from dpfim.rules import GAUSSIAN_DELTA_SHARE
+
+        return self.delta * GAUSSIAN_DELTA_SHARE
 
     @property
     def spent_delta(self) -> Fraction:
@@ -83,10 +128,36 @@ class Options:
     def cost(self, universe_size: int | None = None, max_record_items: int | None = None) -> Cost:
         """The typed cost the mechanism reports for this run (K rounds plus the supports)."""
         _, eps_sup = shares(self.eps, self.supports, self.support_share)
-        if self.closure_share is not None:  # rules: the closure's supports (and n), pure DP
-            eps_sup = self.eps * self.closure_share
+        closure: Cost | None = None
+        if self.closure_share is not None:  # rules: the closure's supports (and n)
+            eps_sup = Fraction(0)
+            eps_c = self.eps * self.closure_share
+            measure = ApproxDP(eps_c, self.closure_delta) if self.closure_delta else PureDP(eps_c)
+            closure = Cost.of(measure, self.neighbours)
         p = self.public(universe_size, max_record_items)
-        return run_cost(registry.get(self.mechanism), p, self.top, eps_sup)
+        cost = run_cost(registry.get(self.mechanism), p, self.top, eps_sup, self.accountant)
+        return cost if closure is None else cost.plus(closure)
+
+    @property
+    def eps_support(self) -> Fraction:
+        """The --supports eps (0 without them, and for a rules run: its closure is charged
+        apart, after the selection)."""
+        if self.closure_share is not None:
+            return Fraction(0)
+        return shares(self.eps, self.supports, self.support_share)[1]
+
+    def split(self, max_record_items: int | None = None) -> Split:
+        """How this run's (eps, delta) is split among its K rounds (dpfim.accounting.split)."""
+        p = self.public(None, max_record_items)
+        spec = registry.get(self.mechanism)
+        return split_of(spec, p, self.top, self.eps_support, self.accountant)
+
+    def round_public(
+        self, universe_size: int | None, max_record_items: int | None
+    ) -> registry.Public:
+        """One selection round's public parameters: the split's (eps0, delta0)."""
+        s = self.split(max_record_items)
+        return self.public(universe_size, max_record_items).scaled(s.eps0, s.delta0)
 
     @property
     def all_sizes(self) -> tuple[int, ...]:
@@ -99,7 +170,7 @@ class Options:
             eps_sel = self.eps * (1 - self.closure_share)
         return registry.Public(
             eps_sel,
-            self.delta,
+            self.delta - self.closure_delta,
             self.all_sizes,
             self.neighbours,
             self.ell_max,
@@ -125,13 +196,20 @@ def check_options(
     supports: bool = False,
     support_share: str | Fraction | None = None,
     closure_share: Number | None = None,
+    accountant: str = "basic",
+    closure_noise: str | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first).
 
     max_record_items: None for the default cap (DEFAULT_MAX_RECORD_ITEMS), "none" (NO_CAP) to
     opt out, or B >= the largest size.
-    closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get."""
+    closure_share: a rules run (dpfim/rules.py) and the share of eps its closure supports get;
+    closure_noise: its noise (auto, laplace, gaussian), resolved here from public values.
+    accountant: how --top K splits (eps, delta): "basic" (eps/K, delta/K) or "tight"
+    (docs/privacy.md §20.4; needs dp-accounting)."""
     max_record_items = check_record_cap(max_record_items)
+    if accountant not in ACCOUNTANTS:
+        raise ParameterError(f"--accountant must be basic or tight, got {accountant!r}")
     if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
@@ -172,6 +250,11 @@ def check_options(
             raise ParameterError(
                 "--supports does not apply to rules: the closure's noisy supports are released"
             )
+        if accountant != "basic":
+            raise ParameterError(
+                "dpfim rules splits its budget by basic composition: --accountant tight applies "
+                "to its --ledger only"
+            )
         closure = check_fraction(closure_share, "--closure-share")
         if not 0 < closure < 1:
             raise ParameterError(f"--closure-share must be in (0, 1), got {closure_share}")
@@ -189,7 +272,22 @@ def check_options(
         share,
         max_record_items,
         closure,
+        accountant,
     )
+    if closure is not None:
+        from dpfim import rules
+
+        noise = rules.check_rules(closure_share=closure, noise=closure_noise).noise
+        noise = rules.choose_noise(
+            noise,
+            top,
+            opts.all_sizes,
+            neighbours,
+            max_record_items,
+            opts.eps * closure,
+            opts.delta,
+        )
+        opts = dataclasses.replace(opts, closure_noise=noise)
     if max_record_items is not None and max_record_items < max(opts.all_sizes):
         raise ParameterError(
             f"--max-record-items must be at least --size ({max(opts.all_sizes)}), "
@@ -197,20 +295,22 @@ def check_options(
         )
     if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
         # its proof's preconditions, at the (eps, delta) each selection round really gets
-        p = opts.public(None, max_record_items)
-        spec.check(p.scaled(p.eps / opts.top, p.delta / opts.top))
+        spec.check(opts.round_public(None, max_record_items))
+    elif accountant == "tight":
+        opts.split(max_record_items)  # a missing dp-accounting is a usage error now
     return opts
 
 
 def none_hint(opts: Options, max_record_items: int | None = None) -> str:
     """The curator's hint after a "none" answer: the chosen mechanism's own margin, at the
     (eps, delta) one selection round gets. Public parameters only."""
-    p = opts.public(None, max_record_items)
-    round_p = p.scaled(p.eps / opts.top, p.delta / opts.top)
+    round_p = opts.round_public(None, max_record_items)
     sizes = "/".join(map(str, opts.all_sizes))
     hint = registry.none_hint(opts.mechanism, round_p, f"{sizes}-itemset")
-    if opts.top > 1:
+    if opts.top > 1 and opts.split(max_record_items).accountant == "basic":
         hint += f" (with --top {opts.top} each round gets eps/{opts.top}, delta/{opts.top})"
+    elif opts.top > 1:
+        hint += f" (with --top {opts.top} and --accountant tight each round gets that eps)"
     return hint
 
 
@@ -300,13 +400,23 @@ def check_record_cap(value: int | str | None) -> int | None:
     return value
 
 
-# The release modes, as CLI flags (K = 5 where a mode takes K): every one works with every
-# engine, mechanism, universe and input format, or is refused with a usage error before any
-# data is read (tests/test_contract.py runs the matrix generated from this table, the engine
-# table and the mechanism registry).
+# The release modes, as CLI arguments (K = 5 where a mode takes K; a first word that is not a
+# flag names the command, else `mine`): every one works with every engine, mechanism, universe
+# and input format, or is refused with a usage error before any data is read
+# (tests/test_contract.py runs the matrix generated from this table, the engine table and the
+# mechanism registry). `rules` is a consumer of the same release path (the closure's supports).
 RELEASE_MODES: dict[str, tuple[str, ...]] = {
     "top 1": (),
     "top K": ("--top", "5"),
     "top K with supports": ("--top", "5", "--supports"),
     "several sizes, top K": ("--sizes", "1-3", "--top", "5"),
+    "rules of the top K": ("rules", "--top", "5", "--sizes", "1-2"),
 }
+
+
+def release_command(mode: str) -> tuple[str, tuple[str, ...]]:
+    """(command, flags) of a release mode."""
+    args = RELEASE_MODES[mode]
+    if args and not args[0].startswith("-"):
+        return args[0], args[1:]
+    return "mine", args

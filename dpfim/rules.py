@@ -14,30 +14,34 @@ One record moves every count by at most 1 (both relations), so the M-vector of c
 has L1 sensitivity M (M + 1 with n under add/remove); with a record-length cap B, a record holds
 at most S = sum_{j=1}^{r} C(B, j) closure itemsets, so Delta = min(M, S) + 1 under add/remove
 and min(M, 2S) under replace. DLap(Delta/eps_c) per coordinate makes the vector (eps_c, 0)-DP
-given the selection; M is a function of the selection. Composition with the selection's
-(eps_sel, delta) is basic sequential composition: (eps, delta) in all.
+given the selection; M is a function of the selection. Or (--closure-noise gaussian, or auto
+when it has less expected error) N_Z(0, Delta/(2 rho)) per coordinate: rho-zCDP (the squared L2
+sensitivity is at most Delta), hence (eps_c, delta/10)-DP (docs/privacy.md §21.4). Composition
+with the selection's (eps_sel, delta - delta_c) is basic sequential composition: (eps, delta).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import itertools
 import math
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpfim.accounting import amount
+from dpfim.accounting import amount, zcdp_eps, zcdp_rho_for
 from dpfim.choices import DEFAULT_CLOSURE_SHARE, RULE_METRICS
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
 from dpfim.params import Number, check_fraction
+from dpfim.samplers.gaussian import discrete_gaussian
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
 from dpfim.views import ids_of
@@ -63,13 +67,66 @@ _RULE_COLUMNS = [
     "confidence",
     "lift",
 ]
-NOISE = "discrete Laplace (exact sampler, dpfim/samplers/laplace.py)"
+NOISES = ("auto", "laplace", "gaussian")
+DEFAULT_NOISE = "auto"
+# With Gaussian noise the closure spends this share of delta (the selection the rest); with
+# Laplace noise it is pure and the selection keeps all of delta.
+GAUSSIAN_DELTA_SHARE = Fraction(1, 10)
+NOISE_NAMES = {
+    "laplace": "discrete Laplace (exact sampler, dpfim/samplers/laplace.py)",
+    "gaussian": "discrete Gaussian (exact sampler, dpfim/samplers/gaussian.py)",
+}
+
+
+def planned_sensitivity(
+    top: int, sizes: Sequence[int], neighbours: str, max_record_items: int | None
+) -> int:
+    """The largest Delta a run can need, from public parameters only: a closure of K itemsets
+    of at most r items holds at most K (2^r - 1) itemsets."""
+    r = max(sizes)
+    return sensitivity(top * (2**r - 1), neighbours, r, max_record_items)
+
+
+def expected_abs_error(noise: str, delta_1: int, eps_c: Fraction, delta_c: Fraction) -> float:
+    """E|noise| per coordinate at sensitivity delta_1: 2q / (1 - q^2), q = exp(-eps_c/Delta),
+    for the discrete Laplace; sigma sqrt(2/pi) (the continuous value, which the discrete
+    Gaussian's is within a fraction of a count of) for the discrete Gaussian."""
+    if noise == "laplace":
+        q = math.exp(-float(eps_c) / delta_1)
+        return 2 * q / (1 - q * q)
+    sigma2 = gaussian_variance(delta_1, zcdp_rho_for(eps_c, delta_c))
+    return math.sqrt(float(sigma2)) * math.sqrt(2 / math.pi)
+
+
+def gaussian_variance(delta_1: int, rho: Fraction) -> Fraction:
+    """sigma^2 = Delta_2^2 / (2 rho): the counts move by at most 1 each, on at most delta_1
+    coordinates, so Delta_2^2 <= delta_1 (docs/privacy.md §21.4)."""
+    return Fraction(delta_1) / (2 * rho)
+
+
+def choose_noise(
+    noise: str,
+    top: int,
+    sizes: Sequence[int],
+    neighbours: str,
+    max_record_items: int | None,
+    eps_c: Fraction,
+    delta: Fraction,
+) -> str:
+    """`auto`: the noise with the smaller expected error at the planned (largest) Delta, from
+    public parameters only (K, sizes, B, the relation, eps_c, delta); else as given."""
+    if noise != "auto":
+        return noise
+    d1 = planned_sensitivity(top, sizes, neighbours, max_record_items)
+    delta_c = delta * GAUSSIAN_DELTA_SHARE
+    lap = expected_abs_error("laplace", d1, eps_c, delta_c)
+    gauss = expected_abs_error("gaussian", d1, eps_c, delta_c)
+    return "gaussian" if gauss < lap else "laplace"
 
 
 def preload() -> threading.Thread:
-    """Import pandas and mlxtend in a thread: `dpfim rules` then overlaps that import (about
-    half a second) with reading the input. Imports are thread-safe; whoever needs the modules
-    first waits for the import lock. No data is touched; the caller joins the thread."""
+    """Import pandas and mlxtend in a thread (where `worker()` cannot fork): imports hold the
+    GIL, so this overlaps little with reading. No data is touched; the caller joins it."""
 
     def load() -> None:
         with contextlib.suppress(ImportError):  # the real import reports it, on the main thread
@@ -80,6 +137,124 @@ def preload() -> threading.Thread:
     return thread
 
 
+class _Worker:
+    """mlxtend's association_rules in a forked child process. The child imports pandas and
+    mlxtend (about 0.4 s of CPU, which in a thread would hold the GIL against the reader) on
+    the other core while the parent reads and selects, then turns the closure's released
+    values into rule records. Only released values cross the pipe (post-processing)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child,), name="dpfim-rules", daemon=True)
+        self._proc.start()
+        child.close()
+
+    def records(self, closure: Closure, request: RulesRequest) -> list[dict[str, Any]] | None:
+        """The rule records, or None if the child could not give them (the caller then
+        computes them itself)."""
+        try:
+            self._conn.send((closure, request))
+            if not self._conn.poll(WORKER_TIMEOUT):
+                return None
+            status, payload = self._conn.recv()
+        except (OSError, EOFError, ValueError):
+            return None
+        return payload if status == "ok" else None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.close()  # the child, if still waiting, reads EOF and exits
+        self._proc.join(timeout=1)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+
+
+WORKER_TIMEOUT = 30  # seconds to wait for the child's rules before computing them here
+
+
+def _serve(conn: Any) -> None:
+    """The child: quiet (no output, no signal messages: the parent reports), imports, answers
+    one request, exits without the parent's exit handlers."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: parent's
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    try:
+        with contextlib.suppress(ImportError):
+            importlib.import_module("mlxtend.frequent_patterns")
+        try:
+            closure, request = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        try:
+            out: tuple[str, Any] = ("ok", rules_frame(closure, request).to_dict("records"))
+        except Exception as exc:
+            out = ("error", repr(exc))
+        with contextlib.suppress(OSError):
+            conn.send(out)
+    finally:
+        os._exit(0)
+
+
+_WORKER: contextvars.ContextVar[_Worker | None] = contextvars.ContextVar(
+    "dpfim_rules_worker", default=None
+)
+
+
+def _loaded() -> bool:
+    import sys
+
+    return "mlxtend.frequent_patterns" in sys.modules
+
+
+@contextlib.contextmanager
+def worker() -> Iterator[None]:
+    """While open, rules_records() asks a forked child (started now, before any file or lock
+    is opened) for the rules; where fork is not available, pandas and mlxtend are imported in
+    a thread instead."""
+    import multiprocessing
+    import sys
+
+    if _loaded():  # a library caller that has mlxtend already: nothing to overlap
+        yield
+        return
+    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
+        loading = preload()
+        try:
+            yield
+        finally:
+            loading.join()
+        return
+    child = _Worker()
+    token = _WORKER.set(child)
+    try:
+        yield
+    finally:
+        _WORKER.reset(token)
+        child.close()
+
+
+def rules_records(closure: Closure, request: RulesRequest) -> list[dict[str, Any]]:
+    """mlxtend's rules on the consistent supports, as records (from the worker when one is
+    open, else computed here)."""
+    child = _WORKER.get()
+    if child is not None:
+        got = child.records(closure, request)
+        if got is not None:
+            return got
+    records: list[dict[str, Any]] = rules_frame(closure, request).to_dict("records")
+    return records
+
+
 @dataclass(frozen=True)
 class RulesRequest:
     """The public parameters of a rules run besides the selection's (validated once)."""
@@ -88,6 +263,7 @@ class RulesRequest:
     min_threshold: float = DEFAULT_MIN_THRESHOLD
     closure_share: Fraction = DEFAULT_CLOSURE_SHARE
     rules: bool = True  # False: frequent_itemsets (the closure only, no rules computed)
+    noise: str = DEFAULT_NOISE  # auto | laplace | gaussian (resolved by request.check_options)
 
 
 def check_rules(
@@ -96,9 +272,14 @@ def check_rules(
     closure_share: Number | None = None,
     *,
     rules: bool = True,
+    noise: str | None = None,
 ) -> RulesRequest:
-    """Validate --metric, --min-threshold and --closure-share (usage errors, before any data
-    is read); request.check_options validates the share again with the other options."""
+    """Validate --metric, --min-threshold, --closure-share and --closure-noise (usage errors,
+    before any data is read); request.check_options validates the share again with the other
+    options and resolves `auto`."""
+    noise = DEFAULT_NOISE if noise is None else noise
+    if noise not in NOISES:
+        raise ParameterError(f"--closure-noise must be one of {', '.join(NOISES)}: {noise!r}")
     if metric not in METRICS:
         raise ParameterError(f"--metric must be one of {', '.join(METRICS)}: {metric!r}")
     t = float(check_fraction(min_threshold, "--min-threshold"))
@@ -109,7 +290,7 @@ def check_rules(
         share = check_fraction(closure_share, "--closure-share")
         if not 0 < share < 1:
             raise ParameterError(f"--closure-share must be in (0, 1), got {closure_share}")
-    return RulesRequest(metric, t, share, rules)
+    return RulesRequest(metric, t, share, rules, noise)
 
 
 @dataclass(frozen=True)
@@ -128,7 +309,9 @@ class Closure:
     n: float
     noisy_n: int | None
     sensitivity: int
-    scale: Fraction
+    scale: Fraction  # Laplace: the scale Delta/eps_c; Gaussian: sigma^2
+    noise: str = "laplace"
+    rho: Fraction | None = None  # Gaussian: the closure's zCDP parameter
 
 
 def closure_keys(selected: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
@@ -162,26 +345,45 @@ def release_closure(
     neighbours: str,
     max_record_items: int | None,
     rng: RandomSource,
+    *,
+    noise: str = "laplace",
+    delta_closure: Fraction = Fraction(0),
 ) -> Closure:
     """Noisy supports of the closure of rel's picks (and a noisy n under add/remove), made
-    consistent. The only exact quantities read are the counts the noise is added to."""
+    consistent. The only exact quantities read are the counts the noise is added to.
+    noise: "laplace" (pure eps_closure) or "gaussian" ((eps_closure, delta_closure) through
+    rho-zCDP, docs/privacy.md §21.4)."""
     keys = closure_keys([ids_of(q.ids) for q in rel.picks])
     sizes = [len(k) for k in keys]
     delta_1 = sensitivity(len(keys), neighbours, max(sizes, default=1), max_record_items)
-    scale = Fraction(delta_1) / eps_closure
+    rho = None
+    if noise == "gaussian":
+        rho = zcdp_rho_for(eps_closure, delta_closure)
+        assert zcdp_eps(rho, delta_closure) <= eps_closure
+        scale = gaussian_variance(delta_1, rho) if delta_1 else Fraction(1)
+
+        def draw() -> int:
+            return discrete_gaussian(scale, rng)
+
+    else:
+        scale = Fraction(delta_1) / eps_closure
+
+        def draw() -> int:
+            return discrete_laplace(scale, rng)
+
     exact = counts.supports([list(k) for k in keys]) if keys else []
-    noisy = [c + discrete_laplace(scale, rng) for c in exact]
+    noisy = [c + draw() for c in exact]
     del exact
     noisy_n = None
     if neighbours == "add-remove":
-        noisy_n = counts.n + discrete_laplace(scale, rng)
+        noisy_n = counts.n + draw()
     items = counts.items
     from dpfim.release import sort_items
 
     names = [sort_items(items[i] for i in k) for k in keys]
     fixed_n = float(counts.n) if noisy_n is None else None
     consistent, n_hat = project(keys, [float(v) for v in noisy], noisy_n, fixed_n)
-    return Closure(keys, names, noisy, consistent, n_hat, noisy_n, delta_1, scale)
+    return Closure(keys, names, noisy, consistent, n_hat, noisy_n, delta_1, scale, noise, rho)
 
 
 def project(
@@ -311,13 +513,14 @@ def _num(x: Any) -> float | None:
 
 
 def rules_fields(
-    closure: Closure, rules: pd.DataFrame | None, request: RulesRequest, order: Any
+    closure: Closure, rules: list[dict[str, Any]] | None, request: RulesRequest, order: Any
 ) -> dict[str, Any]:
-    """The released fields of a rules result (schema dpfim.rules/1); rules None: the closure
-    only (frequent_itemsets)."""
+    """The released fields of a rules result (schema dpfim.rules/1) from the rule records
+    (rules_records, or a rules frame's to_dict("records")); None: the closure only
+    (frequent_itemsets)."""
     by_names = {frozenset(names): i for i, names in enumerate(closure.names)}
     entries = []
-    for row in [] if rules is None else rules.to_dict("records"):
+    for row in [] if rules is None else rules:
         a, c = row["antecedents"], row["consequents"]
         ai, ci, ui = by_names[a], by_names[c], by_names[a | c]
         entry = {
@@ -355,6 +558,7 @@ def rules_ledger(
     eps_closure: Fraction,
     neighbours: str,
     closure: Closure,
+    delta_closure: Fraction = Fraction(0),
 ) -> dict[str, Any]:
     """The whole run's ledger: the selection (as the release states it) + the closure's
     supports and n, once; consistency and rules are post-processing."""
@@ -363,6 +567,19 @@ def rules_ledger(
     what = "noisy supports of the M itemsets of the downward closure of the selection"
     if neighbours == "add-remove":
         what += " and a noisy n (one more coordinate: n is private under add/remove)"
+    if closure.noise == "gaussian":
+        noise_text = (
+            f"each + N_Z(0, sigma^2), sigma^2 = Delta / (2 rho), rho = {closure.rho} "
+            "(zCDP, Bun-Steinke conversion to (eps_c, delta_c))"
+        )
+        noise_fields: dict[str, Any] = {
+            "noise": "discrete Gaussian",
+            "rho": str(closure.rho),
+            "sigma2": str(closure.scale),
+        }
+    else:
+        noise_text = "each + DLap(Delta/eps_c)"
+        noise_fields = {"noise": "discrete Laplace", "noise_scale": str(closure.scale)}
     steps = [
         {
             "step": "selection: the top-K itemsets through the release path",
@@ -372,15 +589,15 @@ def rules_ledger(
             "ledger": sel,
         },
         {
-            "step": f"closure: {what}, each + DLap(Delta/eps_c); Delta = {closure.sensitivity} "
-            f"is the vector's L1 sensitivity (M = {len(closure.keys)}, a function of the "
-            "selection); noise: " + NOISE + " (the discrete Gaussian waits for typed "
-            "accounting); docs/privacy.md, the closure release",
+            "step": f"closure: {what}, {noise_text}; Delta = {closure.sensitivity} bounds the "
+            f"vector's L1 sensitivity and its squared L2 sensitivity (M = {len(closure.keys)}, "
+            "a function of the selection); noise: " + NOISE_NAMES[closure.noise] + " (chosen "
+            "from K, the sizes, B, eps and delta only); docs/privacy.md §21.2, §21.4",
             "releases": "closure[].noisy_support" + (", noisy_n" if closure.noisy_n else ""),
             "eps": amount(eps_closure),
-            "delta": amount(Fraction(0)),
+            "delta": amount(delta_closure),
             "sensitivity": closure.sensitivity,
-            "noise_scale": str(closure.scale),
+            **noise_fields,
         },
         {
             "step": "consistency (least-squares projection) and mlxtend association_rules: "
@@ -390,10 +607,11 @@ def rules_ledger(
             "delta": amount(Fraction(0)),
         },
     ]
+    total_delta = Fraction(sel["delta"]["exact"]) + delta_closure
     return {
         "neighbours": neighbours,
         "eps": amount(opts_eps),
-        "delta": sel["delta"],
+        "delta": amount(total_delta),
         "composition": "basic sequential composition, exact rationals",
         "split": {
             "selection": str(1 - eps_closure / opts_eps),

@@ -12,9 +12,9 @@ extra `dpfim[accounting]`. Every conversion is derived in docs/privacy.md, "Tigh
   pure eps -> rho = eps^2/2 (Bun & Steinke 2016), rho adds up; to (eps, delta) by
   rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop. 1.3) and by dp-accounting's RDP
   conversion of the RDP curve alpha*rho (that of a Gaussian with sigma = 1/sqrt(2 rho));
-- mixed (a generic pair and zCDP-able costs): the zCDP part is converted to (eps_z, delta_z) at
-  a few fixed shares delta_z of delta and composed by PLD with the generic part as an
-  (eps_z, delta_z) cost.
+- mixed (bounded-range or zCDP costs alongside pure or generic ones): the bounded-range/zCDP
+  part is converted to (eps_z, delta_z) at a few fixed shares delta_z of delta and composed by
+  PLD with the pure and generic costs and one (eps_z, delta_z) cost.
 
 Floats: every eps and delta handed to the library is the exact Fraction rounded UP, every target
 delta rounded DOWN, sigma rounded DOWN; the PLD grid is 1/1000 of the smallest eps (the loss is
@@ -73,6 +73,12 @@ def compose(costs: Sequence[Cost], delta: Fraction) -> Total:
         return Total(Fraction(0), Fraction(0), "basic")
     generic = {m: c for m, c in measures.items() if isinstance(m, ApproxDP)}
     zable: dict[Measure, int] = {m: c for m, c in measures.items() if not isinstance(m, ApproxDP)}
+    # the part that gains from zCDP (bounded range, zCDP); pure and generic costs are composed
+    # exactly by PLD (randomised response is pure eps's optimal pair), so they stay there
+    zpart: dict[Measure, int] = {
+        m: c for m, c in zable.items() if isinstance(m, BoundedRange | ZCDP)
+    }
+    rest = {m: c for m, c in measures.items() if m not in zpart}
     has_zcdp = any(isinstance(m, ZCDP) for m in measures)
     if not has_zcdp:
         pairs = [(_pair(m), c) for m, c in measures.items()]
@@ -82,12 +88,12 @@ def compose(costs: Sequence[Cost], delta: Fraction) -> Total:
     if not generic:
         for eps, how in zcdp_epsilons(rho_of(zable), delta):
             candidates.append(Total(eps, delta, f"tight (zCDP, {how})"))
-    elif zable:
-        rho = rho_of(zable)
+    if zpart and rest:
+        rho = rho_of(zpart)
         for share in MIXED_SHARES:
             dz = delta * share
             ez = min(e for e, _ in zcdp_epsilons(rho, dz))
-            pairs = [*((_pair(m), c) for m, c in generic.items()), ((ez, dz), 1)]
+            pairs = [*((_pair(m), c) for m, c in rest.items()), ((ez, dz), 1)]
             eps = pld_epsilon(pairs, delta)
             if eps is not None:
                 candidates.append(Total(eps, delta, "tight (PLD + zCDP)"))

@@ -264,3 +264,83 @@ def test_sigterm_and_sighup_say_what_was_charged(
     assert out == ""
     assert err == f"dpfim: {said}; the spend of eps=0.5, delta=1e-7 stays counted in {ledger}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.jsonl", "l.jsonl.head", "p.dat"]
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(15, 143, "terminated (SIGTERM)"), (2, 130, "interrupted")],
+    ids=["SIGTERM", "SIGINT"],
+)
+def test_a_signal_to_the_whole_group_of_a_rules_run_says_one_line(
+    tmp_path: Path, signum: int, code: int, said: str
+) -> None:
+    """`dpfim rules` forks a child that loads mlxtend while the input is read. systemd and
+    Ctrl-C signal the whole process group: the child stays silent and goes, the parent says
+    its one line."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = _pairs(tmp_path)
+    ledger = tmp_path / "l.jsonl"
+    args = ["rules", str(data), "--eps", "0.5", "--delta", "1e-7", "-q", "--top", "2"]
+    args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
+    args += ["1e-6"]
+    env = {**os.environ, "DPFIM_TEST_PAUSE_AFTER_RESERVE": "30"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpfim", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (ledger.exists() and b"spend" in ledger.read_bytes()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.2)
+    os.killpg(proc.pid, signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith(f"dpfim: {said}"), err
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # nothing of the group is left running
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_rules_without_its_worker_give_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forked worker is an optimisation: a child that dies at once (or cannot answer)
+    leaves the parent to compute the rules itself, with the same result."""
+    import os
+
+    from dpfim import rules
+
+    data = _pairs(tmp_path)
+    args = ["rules", str(data), "--eps", "4", "--delta", "1e-6", "--seed", "2", "--top", "2"]
+    monkeypatch.setattr(rules, "_loaded", lambda: False)  # fork even if mlxtend is loaded here
+    answered = []
+    real = rules._Worker.records
+
+    def records(self: object, closure: object, request: object) -> object:
+        got = real(self, closure, request)  # type: ignore[arg-type]
+        answered.append(got is not None)
+        return got
+
+    monkeypatch.setattr(rules._Worker, "records", records)
+    code, want, err = run([*args, "--compact"])
+    assert code == 0, err
+    assert answered == [True]  # the child answered
+    monkeypatch.setattr(rules, "_serve", lambda conn: os._exit(0))
+    code, got, err = run([*args, "--compact"])
+    assert code == 0, err
+    assert answered == [True, False]  # the dead child did not, the parent computed them
+    strip = lambda text: {k: v for k, v in json.loads(text).items() if k != "created"}  # noqa: E731
+    assert strip(got) == strip(want) and json.loads(got)["rules"]

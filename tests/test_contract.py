@@ -31,7 +31,7 @@ from dpfim import engines
 from dpfim.engines import Opened
 from dpfim.mechanisms import registry
 from dpfim.readers import FORMATS
-from dpfim.request import RELEASE_MODES, EngineSpec, InputSpec
+from dpfim.request import RELEASE_MODES, EngineSpec, InputSpec, release_command
 from dpfim.samplers.rng import resolve
 from tests.cli_run import run
 
@@ -143,9 +143,10 @@ def _cli_args(
 ) -> list[str]:
     spec = registry.get(mech)
     neighbours = "replace" if "replace" in spec.neighbours else "add-remove"
-    args = ["mine", *inputs[fmt], "--eps", EPS, "--delta", "1e-6", "--seed", "7", "--compact"]
-    args += ["--mechanism", mech, "--neighbours", neighbours, *RELEASE_MODES[mode], "-q"]
-    if "--sizes" not in RELEASE_MODES[mode]:
+    command, flags = release_command(mode)
+    args = [command, *inputs[fmt], "--eps", EPS, "--delta", "1e-6", "--seed", "7", "--compact"]
+    args += ["--mechanism", mech, "--neighbours", neighbours, *flags, "-q"]
+    if "--sizes" not in flags:
         args += ["--size", "2"]
     if spec.needs_record_bound:
         args += ["--max-record-items", str(LONGEST)]  # truncates nothing: no draw differs
@@ -201,7 +202,10 @@ def test_every_combination_releases_or_is_a_usage_error(
         return
     assert code == 0, err
     result = json.loads(out)
-    if "--top" in RELEASE_MODES[mode]:
+    if release_command(mode)[0] == "rules":
+        assert len(result["selected"]) >= 2, result["selected"]
+        assert len(result["closure"]) >= len(result["selected"])
+    elif "--top" in RELEASE_MODES[mode]:
         assert len(result["itemsets"]) >= 2, result["itemsets"]
     else:
         assert result["itemset"] is not None

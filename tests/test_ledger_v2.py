@@ -95,15 +95,14 @@ def test_one_relation_per_data_set(tmp_path: Path, data: Path) -> None:
     assert len(path.read_text().splitlines()) == 2  # nothing charged
 
 
-def test_the_accountant_is_fixed_and_tight_awaits_review(tmp_path: Path, data: Path) -> None:
+def test_the_accountant_is_fixed_with_the_budget(tmp_path: Path, data: Path) -> None:
     path = tmp_path / "l.jsonl"
-    code, out, err = _mine(data, path, "-q", "--accountant", "tight", *BUDGET)
-    assert code == 2 and out == "" and "independent review" in err
-    assert not path.exists() or path.read_text() == ""
     assert _mine(data, path, "-q", "--accountant", "basic", *BUDGET)[0] == 0
     assert json.loads(path.read_text().splitlines()[0])["accountant"] == "basic"
     assert _mine(data, path, "-q", "--accountant", "basic")[0] == 0  # given again: accepted
-    with pytest.raises(ParameterError, match="independent review"):
+    code, out, err = _mine(data, path, "-q", "--accountant", "tight")
+    assert code == 2 and out == "" and "fixed when the data set's budget is created" in err
+    with pytest.raises(ParameterError, match="fixed when the data set's budget is created"):
         ledger.check(
             ledger.Spend(
                 str(path),
@@ -116,11 +115,22 @@ def test_the_accountant_is_fixed_and_tight_awaits_review(tmp_path: Path, data: P
         )
 
 
-def test_mine_tight_without_a_ledger_is_not_yet_built(data: Path) -> None:
-    code, out, err = run(
-        ["mine", str(data), "--eps", "1", "--delta", "1e-6", "--accountant", "tight"]
-    )
-    assert code == 2 and out == "" and "not implemented yet" in err
+def test_the_tight_figure_of_a_basic_ledger_is_marked_unless_the_costs_agree(
+    tmp_path: Path, data: Path
+) -> None:
+    """docs/privacy.md §20.3: on a free-form (basic) data set the tight spend is a guarantee
+    only when every run had the same cost; otherwise it is marked as information."""
+    pytest.importorskip("dp_accounting")
+    path = tmp_path / "l.jsonl"
+    for _ in range(2):
+        assert _mine(data, path, "-q", *BUDGET, eps="0.1")[0] == 0
+    shown = json.loads(run(["ledger", "show", str(path), "--json"])[1])
+    assert shown["tight_is_guarantee"] is True
+    assert "not a guarantee" not in run(["ledger", "show", str(path)])[1]
+    assert _mine(data, path, "-q", eps="0.2")[0] == 0  # another cost
+    shown = json.loads(run(["ledger", "show", str(path), "--json"])[1])
+    assert shown["tight_is_guarantee"] is False
+    assert "information, not a guarantee" in run(["ledger", "show", str(path)])[1]
 
 
 def test_show_json_is_one_object_with_numbers(tmp_path: Path, data: Path) -> None:
@@ -130,7 +140,15 @@ def test_show_json_is_one_object_with_numbers(tmp_path: Path, data: Path) -> Non
     code, out, err = run(["ledger", "show", str(path), "--json"])
     assert code == 0, err
     shown = json.loads(out)
-    assert set(shown) == {"dataset", "runs", "accountant", "budget", "spent", "remaining"}
+    assert set(shown) == {
+        "dataset",
+        "runs",
+        "accountant",
+        "budget",
+        "spent",
+        "remaining",
+        "tight_is_guarantee",
+    }
     assert shown["runs"] == 3 and shown["budget"] == {"eps": 1.0, "delta": 1e-6}
     assert shown["spent"]["basic"] == {"eps": pytest.approx(0.3), "delta": 3e-7}
     if shown["spent"]["tight"] is not None:  # dp-accounting installed

@@ -24,6 +24,7 @@ def test_the_registry_keeps_the_rules_api_had() -> None:
         "lmm",
         "lmm-gap",
         "lmm-tight",
+        "lmm-floor",
         "em",
         "noisy-max-laplace",
         "permute-and-flip",
@@ -32,7 +33,13 @@ def test_the_registry_keeps_the_rules_api_had() -> None:
         "limited-domain",
     )
     assert api.FINITE_UNIVERSE == ("em", "noisy-max-laplace", "permute-and-flip")
-    assert api.ADD_REMOVE_ONLY == ("lmm-gap", "lmm-tight", "choosing", "limited-domain")
+    assert api.ADD_REMOVE_ONLY == (
+        "lmm-gap",
+        "lmm-tight",
+        "lmm-floor",
+        "choosing",
+        "limited-domain",
+    )
     assert api.PURE == ("em", "noisy-max-laplace", "permute-and-flip")
     assert [n for n, s in registry.REGISTRY.items() if s.needs_record_bound] == ["choosing"]
 
@@ -64,6 +71,7 @@ def test_each_cost_says_what_the_mechanism_really_is() -> None:
         "lmm": ApproxDP,
         "lmm-gap": ApproxDP,
         "lmm-tight": ApproxDP,
+        "lmm-floor": ApproxDP,
         "em": BoundedRange,
         "noisy-max-laplace": PureDP,
         "permute-and-flip": PureDP,

@@ -7,6 +7,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -22,6 +23,7 @@ from mlxtend.preprocessing import TransactionEncoder
 
 import dpfim
 from dpfim import rules as R
+from dpfim.accounting import zcdp_eps, zcdp_rho_for
 from dpfim.result import RULES_RELEASABLE
 
 BASKETS = (
@@ -68,14 +70,93 @@ def test_noise_scale_is_the_closure_size_over_eps() -> None:
     """Ledger and scale: Delta = M (replace) or M + 1 (add/remove); never K."""
     for neighbours, extra in (("replace", 0), ("add-remove", 1)):
         frame = dpfim.association_rules(
-            BASKETS, eps=4, delta="1e-6", top=3, sizes="1-3", rng=1, neighbours=neighbours
+            BASKETS,
+            eps=4,
+            delta="1e-6",
+            top=3,
+            sizes="1-3",
+            rng=1,
+            neighbours=neighbours,
+            closure_noise="laplace",
         )
         result = frame.attrs["result"]
         m = len(result["closure"])
         assert m > len(result["selected"])  # the closure is bigger than K here
         step = result["ledger"]["steps"][1]
         assert step["sensitivity"] == m + extra
+        assert step["noise"] == "discrete Laplace"
         assert Fraction(step["noise_scale"]) == Fraction(m + extra, 2)  # eps_c = 4 * 1/2
+        assert result["params"]["closure_noise"] == "laplace"
+
+
+def test_gaussian_variance_is_the_closure_size_over_two_rho() -> None:
+    """sigma^2 = Delta / (2 rho) with rho from (eps_c, delta / 10); the run's delta splits
+    9/10 selection, 1/10 closure, and the whole ledger still sums to (eps, delta)."""
+    for neighbours, extra in (("replace", 0), ("add-remove", 1)):
+        frame = dpfim.association_rules(
+            BASKETS,
+            eps=4,
+            delta="1e-6",
+            top=3,
+            sizes="1-3",
+            rng=1,
+            neighbours=neighbours,
+            closure_noise="gaussian",
+        )
+        result = frame.attrs["result"]
+        m = len(result["closure"])
+        book = result["ledger"]
+        step = book["steps"][1]
+        rho = Fraction(step["rho"])
+        assert rho == zcdp_rho_for(Fraction(2), Fraction(1, 10**7))
+        assert Fraction(step["sigma2"]) == Fraction(m + extra) / (2 * rho)
+        assert Fraction(step["delta"]["exact"]) == Fraction(1, 10**7)
+        assert Fraction(book["steps"][0]["delta"]["exact"]) == Fraction(9, 10**7)
+        assert Fraction(book["delta"]["exact"]) == Fraction(1, 10**6)
+        assert result["params"]["closure_noise"] == "gaussian"
+
+
+def test_zcdp_conversion_against_hand_computed_values() -> None:
+    """rho* = (sqrt(L + eps) - sqrt(L))^2, L = ln(1/delta) (Bun & Steinke 2016, Prop. 1.3):
+    by hand, eps = 1, delta = 1e-7: L = 16.118095650958320, sqrt(17.118...) = 4.137402...,
+    sqrt(16.118...) = 4.014734..., rho* = 0.0150472479019; eps = 2, delta = 1e-6:
+    L = 13.815510557964274, sqrt(15.8155...) = 3.976872..., sqrt(13.8155...) = 3.716922...,
+    rho* = 0.0675739..."""
+    rho = zcdp_rho_for(Fraction(1), Fraction(1, 10**7))
+    assert abs(float(rho) - 0.0150472479019) < 2e-12
+    assert zcdp_eps(rho, Fraction(1, 10**7)) <= 1
+    assert zcdp_eps(rho + Fraction(2, 10**12), Fraction(1, 10**7)) > 1  # the largest, to 1e-12
+    rho2 = zcdp_rho_for(Fraction(2), Fraction(1, 10**6))
+    L = math.log(1e6)
+    assert abs(float(rho2) - (math.sqrt(L + 2) - math.sqrt(L)) ** 2) < 2e-12
+    assert abs(float(rho2) - 0.0675739) < 1e-7
+    # the conversion itself: rho = 0.5, delta = e^-2 gives eps = 0.5 + 2 sqrt(1) = 2.5
+    e2 = Fraction(math.exp(-2))  # a float near e^-2: ln(1/delta) = 2 to 1e-16
+    assert abs(float(zcdp_eps(Fraction(1, 2), e2)) - 2.5) < 1e-12
+
+
+@pytest.mark.parametrize(
+    ("top", "sizes", "eps_c", "expected"),
+    [
+        (1, (1,), Fraction(1), "laplace"),  # Delta = 1: Laplace E|X| 0.85 < Gaussian 4.60
+        (1, (3,), Fraction(1), "laplace"),  # Delta = 7: 6.98 against 12.17
+        (2, (1, 2), Fraction(1), "laplace"),  # Delta = 6: 5.98 against 11.27
+        (20, (1, 2), Fraction(1), "gaussian"),  # Delta = 60: 60.00 against 35.63
+        (20, (1, 2), Fraction(20), "gaussian"),  # large eps too: 2.95 against 2.19
+    ],
+)
+def test_auto_noise_is_the_smaller_expected_error(
+    top: int, sizes: tuple[int, ...], eps_c: Fraction, expected: str
+) -> None:
+    """From public values only; the expected errors in the comments are by hand:
+    Laplace 2q/(1-q^2), q = e^(-eps_c/Delta); Gaussian sqrt(Delta/(2 rho)) sqrt(2/pi) with
+    rho = rho*(eps_c, 1e-7)."""
+    assert R.choose_noise("auto", top, sizes, "replace", None, eps_c, Fraction(1, 10**6)) == (
+        expected
+    )
+    assert R.choose_noise("laplace", top, sizes, "replace", None, eps_c, Fraction(1, 10**6)) == (
+        "laplace"
+    )
 
 
 # ---- the consistency projection ------------------------------------------------------------

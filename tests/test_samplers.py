@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from dpfim.samplers.bernoulli import bernoulli, bernoulli_exp_neg
+from dpfim.samplers.gaussian import discrete_gaussian, floor_sqrt
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import resolve, seeded_source, system_source
@@ -79,6 +80,45 @@ def test_the_goodness_of_fit_test_rejects_a_wrong_scale() -> None:
     n = 60_000
     draws = Counter(discrete_laplace(Fraction(3), rng) for _ in range(n))
     assert _chi2_pvalue(draws, dlap_pmf(3.5, -45, 45), n) < P_CUT
+
+
+def dgauss_pmf(sigma2: float, lo: int, hi: int) -> dict[int, float]:
+    w = {x: math.exp(-x * x / (2 * sigma2)) for x in range(lo, hi + 1)}
+    z = sum(w.values())  # the support beyond 12 sigma weighs < 1e-31
+    return {x: v / z for x, v in w.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma2", [Fraction(1, 3), Fraction(2), Fraction(9, 4), Fraction(400)])
+def test_discrete_gaussian_goodness_of_fit(sigma2: Fraction) -> None:
+    rng = seeded_source(7)
+    n = 40_000
+    draws = Counter(discrete_gaussian(sigma2, rng) for _ in range(n))
+    width = int(12 * math.sqrt(float(sigma2))) + 5
+    assert _chi2_pvalue(draws, dgauss_pmf(float(sigma2), -width, width), n) > P_CUT
+
+
+def test_the_goodness_of_fit_test_rejects_a_wrong_variance() -> None:
+    """The check above can fail: draws at sigma^2 = 9 do not pass as sigma^2 = 10, nor as the
+    discrete Laplace of the same variance."""
+    rng = seeded_source(7)
+    n = 40_000
+    draws = Counter(discrete_gaussian(Fraction(9), rng) for _ in range(n))
+    assert _chi2_pvalue(draws, dgauss_pmf(10.0, -45, 45), n) < P_CUT
+    laplace = Counter(discrete_laplace(Fraction(2), rng) for _ in range(n))  # variance ~ 8
+    assert _chi2_pvalue(laplace, dgauss_pmf(8.0, -45, 45), n) < P_CUT
+
+
+def test_floor_sqrt_is_exact() -> None:
+    """By hand: sqrt(4) = 2, sqrt(3.99) < 2, sqrt(4.01) > 2, sqrt(10^40 + 1) just above 10^20."""
+    assert floor_sqrt(Fraction(4)) == 2
+    assert floor_sqrt(Fraction(399, 100)) == 1
+    assert floor_sqrt(Fraction(401, 100)) == 2
+    assert floor_sqrt(Fraction(10**40 + 1)) == 10**20
+    assert floor_sqrt(Fraction(10**40 - 1)) == 10**20 - 1
+    assert floor_sqrt(Fraction(1, 10**6)) == 0
+    with pytest.raises(ValueError):
+        discrete_gaussian(Fraction(0), seeded_source(1))
 
 
 def test_discrete_laplace_is_symmetric_and_integer() -> None:

@@ -11,7 +11,7 @@ of the data): the cost charged, the extra parameters printed in the result, the 
 
 from __future__ import annotations
 
-from dpfim.mechanisms import baselines, lmm, lmm_gap, lmm_tight
+from dpfim.mechanisms import baselines, lmm, lmm_floor, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import ADD_REMOVE, BOTH, Mechanism, Public
 
 __all__ = ["ADD_REMOVE", "BOTH", "NAMES", "REGISTRY", "Mechanism", "Public", "Spec", "get"]
@@ -24,6 +24,7 @@ REGISTRY: dict[str, Mechanism] = {
         lmm.MECHANISM,
         lmm_gap.MECHANISM,
         lmm_tight.MECHANISM,
+        lmm_floor.MECHANISM,
         baselines.EM,
         baselines.NOISY_MAX_LAPLACE,
         baselines.PERMUTE_AND_FLIP,

@@ -51,6 +51,12 @@ PAIRS = [
         BIG.replace("a,b,c\n", "", 1),
         {"neighbours": "add-remove", "mechanism": "lmm-gap"},
     ),
+    Pair(
+        "replace, discrete Gaussian closure noise",
+        BIG,
+        BIG.replace("a,b,c\n", "d,e,f\n", 1),
+        {"closure_noise": "gaussian"},
+    ),
 ]
 COORDS = 8  # at most 7 closure counts + n
 

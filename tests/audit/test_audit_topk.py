@@ -11,11 +11,16 @@ whole file: false-alarm rate <= 1e-4 with fresh seeds (fixed seeds here: determi
 
 A broken variant (supports with DLap(1/eps_sup), sensitivity 1) must fail the same check, and a
 peeling that forgets to remove released itemsets must be caught by the distinctness check.
+
+Tight rounds (docs/privacy.md §20.4, `mine --accountant tight`): the same peeling at the per-round
+eps0 that dpfim.accounting.split gives, checked against the run's (eps, delta) (pure rounds then
+spend delta); a split that gives every round the whole selection eps (no composition) is caught.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +32,7 @@ from unittest import mock
 import dpaudit as A
 import pytest
 
+from dpfim import accounting
 from dpfim import release as topk
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import VectorCounts
@@ -50,6 +56,21 @@ class Case:
     supports: bool = True
     share: Fraction = Fraction(1, 2)  # of EPS to the supports (the rest selects)
     n: int = 5000  # outputs per side
+    accountant: str = "basic"  # how the K rounds split (EPS, delta): basic or tight (§20.4)
+    delta: Fraction = DELTA
+    as_set: bool = False  # release view: the set of selected positions (a post-processing)
+
+
+@functools.cache
+def _split(case: Case) -> accounting.Split:
+    """The case's split of (EPS, delta) among its K rounds (computed once per case: the tight
+    one is a search)."""
+    spec = registry.get(case.mechanism)
+    eps_sel, eps_sup = topk.shares(EPS, case.supports, case.share)
+    public = registry.Public(eps_sel, case.delta, neighbours=case.neighbours, candidates=3)
+    return accounting.split(
+        topk.round_cost(spec, public), case.k, eps_sel, eps_sup, case.delta, case.accountant
+    )
 
 
 def _release(case: Case, counts: Sequence[int], rng: Any, variant: str) -> A.Output:
@@ -58,11 +79,15 @@ def _release(case: Case, counts: Sequence[int], rng: Any, variant: str) -> A.Out
     eps_sel, eps_sup = topk.shares(EPS, case.supports, case.share)
     public = registry.Public(
         eps_sel,
-        DELTA,
+        case.delta,
         neighbours=case.neighbours,
         candidates=3,
         universe_size=UNIVERSE if spec.needs_vocabulary else None,
     )
+    split = _split(case)
+    round_p = public.scaled(split.eps0, split.delta0)
+    if variant == "tight without composition":  # every round gets the whole selection eps
+        round_p = public.scaled(eps_sel, split.delta0)
 
     def zero(view: Without, source: Any) -> tuple[int, ...]:
         return (-2 - view.removed_zero,)  # a zero-count itemset of the universe (not named)
@@ -70,13 +95,15 @@ def _release(case: Case, counts: Sequence[int], rng: Any, variant: str) -> A.Out
     namer = zero if spec.needs_vocabulary else None
     if variant == "no removal":  # released itemsets stay in the counts of later rounds
         with mock.patch.object(Without, "remove", lambda self, key, count: None):
-            picks, _ = topk.peel(vec, spec, public, case.k, rng, namer)
+            picks, _ = topk.peel(vec, spec, public, case.k, rng, namer, round_p=round_p)
     else:
-        picks, _ = topk.peel(vec, spec, public, case.k, rng, namer)
+        picks, _ = topk.peel(vec, spec, public, case.k, rng, namer, round_p=round_p)
     if case.supports:
         eps_noise = eps_sup * len(picks) if variant == "supports at sensitivity 1" else eps_sup
         picks = topk.add_supports(picks, eps_noise, rng)
     sel = tuple(q.ids[0] if q.ids[0] >= 0 else -1 for q in picks)
+    if case.as_set:
+        sel = tuple(sorted(sel))
     ref = dict(enumerate(case.d))  # D's counts: the same fixed event on both sides
     above = all(
         q.noisy_support is not None and q.noisy_support >= ref.get(q.ids[0], 0) + 1 for q in picks
@@ -145,6 +172,43 @@ CASES = [
 ]
 BROKEN = ALL_K
 
+# Tight rounds. em under add/remove, K = 3 of 6 equal counts, a record in three of them: the
+# release's set of picks carries the loss of all three rounds. At (1, 1e-3) the tight split
+# gives eps0 = 0.39796 (basic 1/3); the largest log-ratio of a set is then 0.79 (exact, by
+# enumeration), within eps = 1. Giving each round the whole eps (no composition) makes it 2.16
+# ({3, 4, 5}: probability 0.05 on D against 0.0058 on D'): caught with 10,000 runs per side.
+TIGHT_EM = Case(
+    "em",
+    "add-remove",
+    3,
+    (10, 10, 10, 10, 10, 10),
+    (11, 11, 11, 10, 10, 10),
+    "tight em rounds: a record in three of six equally frequent pairs",
+    supports=False,
+    n=10000,
+    accountant="tight",
+    delta=Fraction(1, 1000),
+    as_set=True,
+)
+TIGHT_CASES = [
+    TIGHT_EM,
+    dataclasses.replace(CASES[1], accountant="tight", delta=Fraction(1, 1000)),  # em + supports
+    dataclasses.replace(CASES[2], accountant="tight", delta=Fraction(1, 1000)),  # limited-domain
+    dataclasses.replace(CASES[3], accountant="tight"),  # lmm
+    Case(
+        "permute-and-flip",
+        "add-remove",
+        4,
+        (10, 10, 10, 10, 10, 10),
+        (11, 11, 11, 11, 10, 10),
+        "tight pure rounds (they spend delta): a record in four of six equal pairs",
+        supports=False,
+        accountant="tight",
+        delta=Fraction(1, 1000),
+        as_set=True,
+    ),
+]
+
 
 def _check(cases: list[Case], samples: dict[int, tuple[list[A.Output], list[A.Output]]]) -> Any:
     total = sum(A.n_bounds(side, "full") for k in samples for side in samples[k])
@@ -152,7 +216,8 @@ def _check(cases: list[Case], samples: dict[int, tuple[list[A.Output], list[A.Ou
     checks = []
     for k, case in enumerate(cases):
         d, dp = samples[k]
-        delta = 0.0 if registry.get(case.mechanism).pure else float(DELTA)
+        pure = registry.get(case.mechanism).pure and case.accountant == "basic"
+        delta = 0.0 if pure else float(case.delta)  # under tight, pure rounds spend delta
         for left, right, direction in ((d, dp, "D vs D'"), (dp, d, "D' vs D")):
             checks.append(
                 A.check_pair(
@@ -205,3 +270,40 @@ def test_the_top_k_audit_catches_peeling_that_forgets_to_remove() -> None:
     case = CASES[0]
     outs = sample(dataclasses.replace(case, n=400), case.d, 950, "no removal")
     assert any(len(set(o[2])) < len(o[2]) for o in outs)  # a released itemset came back
+
+
+def test_the_tight_cases_really_get_a_larger_eps0() -> None:
+    """The tight audit is about something: its rounds run above basic's eps_sel / K."""
+    spec = registry.get("em")
+    public = registry.Public(EPS, TIGHT_EM.delta, neighbours="add-remove")
+    sp = accounting.split(
+        topk.round_cost(spec, public), 3, EPS, Fraction(0), TIGHT_EM.delta, "tight"
+    )
+    assert sp.eps0 == Fraction("0.39796")
+
+
+@pytest.mark.slow
+def test_top_k_rounds_at_the_tight_eps0_satisfy_the_run_s_budget() -> None:
+    samples = {
+        k: (sample(c, c.d, 700 + 2 * k), sample(c, c.d_prime, 701 + 2 * k))
+        for k, c in enumerate(TIGHT_CASES)
+    }
+    checks = _check(TIGHT_CASES, samples)
+    bad = [v for c in checks for v in c.violations]
+    assert not bad, bad
+    assert all(c.n_events > 0 for c in checks)
+    for k, case in enumerate(TIGHT_CASES):  # released itemsets are distinct, in every run
+        assert all(len(set(o[2])) == len(o[2]) for o in samples[k][0] + samples[k][1]), case
+
+
+@pytest.mark.slow
+def test_the_top_k_audit_catches_a_tight_split_without_composition() -> None:
+    variant = "tight without composition"
+    samples = {
+        0: (
+            sample(TIGHT_EM, TIGHT_EM.d, 990, variant),
+            sample(TIGHT_EM, TIGHT_EM.d_prime, 991, variant),
+        )
+    }
+    checks = _check([TIGHT_EM], samples)
+    assert any(c.violations for c in checks), [c.eps_lower_bound for c in checks]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -18,6 +19,9 @@ pyspark = pytest.importorskip(
 def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
+    # the workers start with $PYSPARK_PYTHON or `python3` from PATH (the conf below is read by
+    # spark-submit only): this interpreter, also when its virtualenv is not activated
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
         session = (

@@ -80,3 +80,25 @@ def test_evaluate_runs_on_spark_and_gives_the_local_table() -> None:
 
     pd.testing.assert_frame_equal(table(out), table(local_out))
     assert len(table(out)) == 6
+
+
+@pytest.mark.slow
+def test_spark_runs_from_a_virtualenv_that_is_not_activated(tmp_path: Path) -> None:
+    """Found by the rules row of the generated matrix, run from a shell whose PATH did not hold
+    the virtualenv: pyspark starts its Python workers with $PYSPARK_PYTHON or else `python3`
+    from PATH, so every worker ran the system Python ("No module named 'dpfim'"). dpfim now
+    points the workers at its own interpreter. Here: a PATH with no Python of this
+    environment, and no PYSPARK_PYTHON."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "VIRTUAL_ENV"))}
+    env["PATH"] = "/usr/bin:/bin"  # java stays reachable through JAVA_HOME or /usr/bin
+    path = tmp_path / "long.csv"
+    path.write_text("record,item\n1,a\n1,b\n2,a\n2,b\n3,a\n3,b\n4,c\n")
+    args = [sys.executable, "-m", "dpfim", "rules", str(path), "--record-col", "record"]
+    args += ["--item-col", "item", "--eps", "4", "--delta", "1e-6", "--seed", "3", "-q", *SPARK]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["schema"] == "dpfim.rules/1"

@@ -50,6 +50,10 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None) ->
         builder = builder.master(master)
         if master.startswith("local") and "spark.pyspark.python" not in (conf or {}):
             builder = builder.config("spark.pyspark.python", sys.executable)
+            # pyspark's SparkContext starts its workers with $PYSPARK_PYTHON, else `python3`
+            # from PATH (the conf above is read only by spark-submit): without this, a dpfim
+            # run from a virtualenv that is not activated crashed in every Python worker
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     if "spark.driver.extraJavaOptions" not in (conf or {}):
         # C1 only: the driver JVM starts 2x faster on a busy machine (C2 compiles compete for
