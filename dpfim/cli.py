@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dpfim import __version__
-from dpfim import ledger as ledger_mod
 from dpfim.accounting import Cost, PureDP
 from dpfim.choices import (
     ACCOUNTANTS,
@@ -43,7 +42,22 @@ from dpfim.result import (
 )
 
 if TYPE_CHECKING:
+    from dpfim import ledger as ledger_mod
     from dpfim.api import Diagnostics, Options
+else:
+
+    class _Lazy:
+        """A module imported on first use (the ledger: ~20 ms that --help need not pay)."""
+
+        def __init__(self, name: str) -> None:
+            self._name = name
+
+        def __getattr__(self, attr: str) -> Any:
+            import importlib
+
+            return getattr(importlib.import_module(self._name), attr)
+
+    ledger_mod = _Lazy("dpfim.ledger")
 
 # Light imports only above this line: `dpfim --help` and `--version` must not pay for numpy,
 # pandas, numba or pyarrow (dpfim.api and the readers are imported when a command runs).
