@@ -16,6 +16,7 @@ from fractions import Fraction
 from dpfim import accounting
 from dpfim.accounting import ACCOUNTANTS, ApproxDP, Cost, PureDP, Split, basic
 from dpfim.choices import NEIGHBOURS as NEIGHBOURS
+from dpfim.closure import GAUSSIAN_DELTA_SHARE, check_noise, choose_noise
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.params import (
@@ -108,7 +109,7 @@ class Options:
     # how --top K splits the run's (eps, delta): basic (eps/K, delta/K) or tight (§20.4)
     accountant: str = "basic"
     # a rules run: "laplace" (the closure is pure eps_c) or "gaussian" (it spends (eps_c,
-    # delta_c) with delta_c = delta * rules.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
+    # delta_c) with delta_c = delta * closure.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
     closure_noise: str = "laplace"
 
     @property
@@ -116,8 +117,6 @@ class Options:
         """The delta the closure release spends (0 unless its noise is Gaussian)."""
         if self.closure_share is None or self.closure_noise != "gaussian":
             return Fraction(0)
-        from dpfim.rules import GAUSSIAN_DELTA_SHARE
-
         return self.delta * GAUSSIAN_DELTA_SHARE
 
     @property
@@ -275,11 +274,8 @@ def check_options(
         accountant,
     )
     if closure is not None:
-        from dpfim import rules
-
-        noise = rules.check_rules(closure_share=closure, noise=closure_noise).noise
-        noise = rules.choose_noise(
-            noise,
+        noise = choose_noise(
+            check_noise(closure_noise),
             top,
             opts.all_sizes,
             neighbours,

@@ -22,6 +22,7 @@ from mlxtend.frequent_patterns import fpgrowth
 from mlxtend.preprocessing import TransactionEncoder
 
 import dpfim
+from dpfim import closure
 from dpfim import rules as R
 from dpfim.accounting import zcdp_eps, zcdp_rho_for
 from dpfim.result import RULES_RELEASABLE
@@ -63,7 +64,7 @@ def test_closure_is_every_nonempty_subset_once() -> None:
     ],
 )
 def test_sensitivity(m: int, neighbours: str, size: int, b: int | None, expected: int) -> None:
-    assert R.sensitivity(m, neighbours, size, b) == expected
+    assert closure.sensitivity(m, neighbours, size, b) == expected
 
 
 def test_noise_scale_is_the_closure_size_over_eps() -> None:
@@ -151,12 +152,12 @@ def test_auto_noise_is_the_smaller_expected_error(
     """From public values only; the expected errors in the comments are by hand:
     Laplace 2q/(1-q^2), q = e^(-eps_c/Delta); Gaussian sqrt(Delta/(2 rho)) sqrt(2/pi) with
     rho = rho*(eps_c, 1e-7)."""
-    assert R.choose_noise("auto", top, sizes, "replace", None, eps_c, Fraction(1, 10**6)) == (
+    assert closure.choose_noise("auto", top, sizes, "replace", None, eps_c, Fraction(1, 10**6)) == (
         expected
     )
-    assert R.choose_noise("laplace", top, sizes, "replace", None, eps_c, Fraction(1, 10**6)) == (
-        "laplace"
-    )
+    assert closure.choose_noise(
+        "laplace", top, sizes, "replace", None, eps_c, Fraction(1, 10**6)
+    ) == ("laplace")
 
 
 # ---- the consistency projection ------------------------------------------------------------
