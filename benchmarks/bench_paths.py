@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpfim.readers import basket, fimi, jsonl, read_records  # noqa: E402
+from dpfim.readers import basket, fimi, jsonl, read_records
 
 BIG = 1 << 62
 
