@@ -25,7 +25,7 @@ import tight_margins as tm
 from dpfim.engines.local import SupportIndex
 from dpfim.mechanisms import baselines, lmm_gap
 from dpfim.mechanisms import lmm_tight as lt
-from dpfim.mechanisms.base import Outcome
+from dpfim.mechanisms.base import Outcome, count_at, count_below
 from dpfim.mechanisms.selection import pick_member, select_count
 from dpfim.mechanisms.thresholds import gap_split
 from dpfim.readers import read_records, resolve_format
@@ -65,11 +65,11 @@ def _o5_thresholds(eps: Fraction) -> tuple[Fraction, Fraction, list[int]]:
 
 def run_o5(idx: SupportIndex, eps: Fraction, rng: RandomSource) -> Outcome:
     e1, aa, ts = _o5_thresholds(eps)
-    c1 = lt._count(idx, 1)
+    c1 = count_at(idx, 1)
     g = discrete_laplace(1 / e1, rng)
     for j, rank in enumerate(lt.grid(2**40)):
         nu = 0 if j == 0 else discrete_laplace(1 / (Fraction(3, 10) * eps), rng)
-        if lt._count_below(idx, rank + 1, c1 + nu - g - ts[j]):
+        if count_below(idx, rank + 1, c1 + nu - g - ts[j]):
             idx.ensure(rank + 1)
             c = select_count(idx.counts, rank, 2 * aa, rng)
             return Outcome(None, rank, None if c == 0 else pick_member(idx.counts, c, rng))

@@ -28,7 +28,7 @@ from scipy import stats
 from dpfim.api import mine
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import lmm_tight as lt
-from dpfim.mechanisms.base import VectorCounts
+from dpfim.mechanisms.base import VectorCounts, count_below
 from dpfim.samplers.rng import seeded_source
 
 mpmath.mp.dps = 50
@@ -279,9 +279,9 @@ def test_a_rank_that_cannot_pass_reads_no_counts() -> None:
             Spy.asked.append(depth)
 
     spy = Spy([5, 4])
-    assert not lt._count_below(spy, 2**30, 0) and not lt._count_below(spy, 2**30, -7)
+    assert not count_below(spy, 2**30, 0) and not count_below(spy, 2**30, -7)
     assert Spy.asked == []
-    assert lt._count_below(spy, 2, 5) and not lt._count_below(spy, 2, 4)
+    assert count_below(spy, 2, 5) and not count_below(spy, 2, 4)
 
 
 # --- API, CLI, refusals -------------------------------------------------------------------------

@@ -155,6 +155,20 @@ class Steps:
     note: str
 
 
+def count_at(counts: RankedCounts, k: int) -> int:
+    """c(k) (0 past the last nonzero count); deepens the counts as needed."""
+    while len(counts.counts) < k and not counts.complete:
+        counts.ensure(max(k, 2 * len(counts.counts)))
+    return int(counts.counts[k - 1]) if len(counts.counts) >= k else 0
+
+
+def count_below(counts: RankedCounts, k: int, bound: int) -> bool:
+    """c(k) < bound; counts are >= 0, so a bound <= 0 is decided without reading any."""
+    if bound <= 0:
+        return False
+    return count_at(counts, k) < bound
+
+
 def steps_ledger(measure: Measure, neighbours: str, steps: Steps) -> dict[str, Any]:
     """The result's ledger of one run: its (eps, delta) from the typed measure, then the rows."""
     eps, delta = approx(measure)

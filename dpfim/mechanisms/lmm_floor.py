@@ -38,7 +38,16 @@ from fractions import Fraction
 
 from dpfim.accounting import ApproxDP
 from dpfim.errors import ParameterError
-from dpfim.mechanisms.base import ADD_REMOVE, Mechanism, Outcome, Public, RankedCounts, Steps
+from dpfim.mechanisms.base import (
+    ADD_REMOVE,
+    Mechanism,
+    Outcome,
+    Public,
+    RankedCounts,
+    Steps,
+    count_at,
+    count_below,
+)
 from dpfim.mechanisms.baselines import round_up, run_limited_domain
 from dpfim.params import DEFAULT_ELL_MAX, log_fraction
 from dpfim.samplers.laplace import discrete_laplace, geometric
@@ -170,31 +179,17 @@ def run_split(
     home = default_rank if universe_size is None else min(default_rank, universe_size)
     last = ell_max if universe_size is None else min(ell_max, universe_size - 1)
     counts.ensure(2)
-    c1 = _count(counts, 1)
+    c1 = count_at(counts, 1)
     offset = geometric(1 / split.eps1, rng)  # one-sided: G >= 0
     rank, a = home, split.alpha_default
     for tested in ranks(home, last):
         nu = discrete_laplace(1 / split.eps2, rng)
         # pass iff c(1) - c(l+1) + nu - G > T(l)  iff  c(l+1) < c(1) + nu - G - T(l)
-        if _count_below(counts, tested + 1, c1 + nu - offset - threshold(tested, split, kappa)):
+        if count_below(counts, tested + 1, c1 + nu - offset - threshold(tested, split, kappa)):
             rank, a = tested, split.alpha
             break
     out = run_limited_domain(counts, a, split.delta, rank, rng)
     return Outcome(None, rank, out.index, zero_pick=out.zero_pick and declared)
-
-
-def _count(counts: RankedCounts, k: int) -> int:
-    """c(k) (0 past the last nonzero count); deepens the counts as needed."""
-    while len(counts.counts) < k and not counts.complete:
-        counts.ensure(max(k, 2 * len(counts.counts)))
-    return int(counts.counts[k - 1]) if len(counts.counts) >= k else 0
-
-
-def _count_below(counts: RankedCounts, k: int, bound: int) -> bool:
-    """c(k) < bound; counts are >= 0, so a bound <= 0 is decided without reading any."""
-    if bound <= 0:
-        return False
-    return _count(counts, k) < bound
 
 
 # --- registry facts -----------------------------------------------------------------------------

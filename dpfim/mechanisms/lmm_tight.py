@@ -31,7 +31,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpfim.accounting import ApproxDP
-from dpfim.mechanisms.base import ADD_REMOVE, Mechanism, Outcome, Public, RankedCounts, Steps
+from dpfim.mechanisms.base import (
+    ADD_REMOVE,
+    Mechanism,
+    Outcome,
+    Public,
+    RankedCounts,
+    Steps,
+    count_at,
+    count_below,
+)
 from dpfim.mechanisms.baselines import round_up, run_limited_domain
 from dpfim.mechanisms.selection import pick_member, select_count
 from dpfim.params import DEFAULT_ELL_MAX, log_fraction
@@ -170,13 +179,13 @@ def run_split(
     """
     declared = universe_size is not None
     counts.ensure(2)
-    c1 = _count(counts, 1)
+    c1 = count_at(counts, 1)
     offset = discrete_laplace(1 / split.eps1, rng)
     last = ell_max if universe_size is None else min(ell_max, universe_size - 1)
     for j, rank in enumerate(grid(last)):
         nu = 0 if j == 0 else discrete_laplace(1 / split.eps2, rng)
         # pass iff c(1) - c(rank+1) + nu - G > T_j  iff  c(rank+1) < c(1) + nu - G - T_j
-        if _count_below(counts, rank + 1, c1 + nu - offset - threshold(j, split, kappa)):
+        if count_below(counts, rank + 1, c1 + nu - offset - threshold(j, split, kappa)):
             out = run_limited_domain(counts, split.alpha_at(j), split.delta, rank, rng)
             return Outcome(None, rank, out.index, zero_pick=out.zero_pick and declared)
     if universe_size is None:
@@ -186,20 +195,6 @@ def run_split(
     if c == 0:
         return Outcome(None, universe_size, None, zero_pick=True)
     return Outcome(None, universe_size, pick_member(counts.counts, c, rng))
-
-
-def _count(counts: RankedCounts, k: int) -> int:
-    """c(k) (0 past the last nonzero count); deepens the counts as needed."""
-    while len(counts.counts) < k and not counts.complete:
-        counts.ensure(max(k, 2 * len(counts.counts)))
-    return int(counts.counts[k - 1]) if len(counts.counts) >= k else 0
-
-
-def _count_below(counts: RankedCounts, k: int, bound: int) -> bool:
-    """c(k) < bound; counts are >= 0, so a bound <= 0 is decided without reading any."""
-    if bound <= 0:
-        return False
-    return _count(counts, k) < bound
 
 
 # --- registry facts -----------------------------------------------------------------------------
