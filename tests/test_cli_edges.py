@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_run import run
@@ -202,7 +207,6 @@ def test_a_full_disk_while_writing_the_ledger_head_leaves_no_temporary_file(
 ) -> None:
     import errno
     import os
-    from typing import Any
 
     from dpfim import ledger
 
@@ -223,26 +227,11 @@ def test_a_full_disk_while_writing_the_ledger_head_leaves_no_temporary_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "p.dat"]
 
 
-@pytest.mark.parametrize(
-    ("signum", "code", "said"),
-    [(15, 143, "terminated (SIGTERM)"), (1, 129, "hung up (SIGHUP)")],
-    ids=["SIGTERM", "SIGHUP"],
-)
-def test_sigterm_and_sighup_say_what_was_charged(
-    tmp_path: Path, signum: int, code: int, said: str
-) -> None:
-    """What cron, systemd and timeout send: one line, the spend named, no output file."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    data = _pairs(tmp_path)
-    ledger = tmp_path / "l.jsonl"
-    result = tmp_path / "top.json"
-    args = ["mine", str(data), "--eps", "0.5", "--delta", "1e-7", "-q", "-o", str(result)]
-    args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
-    args += ["1e-6"]
+def _paused_after_the_spend(
+    tmp_path: Path, args: list[str], ledger: Path, **popen: Any
+) -> subprocess.Popen[str]:
+    """`dpfim ARGS` in a child process, returned once its spend is in the ledger and it waits
+    (DPFIM_TEST_PAUSE_AFTER_RESERVE) after the fsync."""
     env = {**os.environ, "DPFIM_TEST_PAUSE_AFTER_RESERVE": "30"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     proc = subprocess.Popen(
@@ -252,12 +241,33 @@ def test_sigterm_and_sighup_say_what_was_charged(
         text=True,
         env=env,
         cwd=tmp_path,
+        **popen,
     )
     deadline = time.monotonic() + 60
     while not (ledger.exists() and b"spend" in ledger.read_bytes()):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     time.sleep(0.2)  # let it reach the pause after the fsync
+    return proc
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(15, 143, "terminated (SIGTERM)"), (1, 129, "hung up (SIGHUP)")],
+    ids=["SIGTERM", "SIGHUP"],
+)
+def test_sigterm_and_sighup_say_what_was_charged(
+    tmp_path: Path, signum: int, code: int, said: str
+) -> None:
+    """What cron, systemd and timeout send: one line, the spend named, no output file."""
+
+    data = _pairs(tmp_path)
+    ledger = tmp_path / "l.jsonl"
+    result = tmp_path / "top.json"
+    args = ["mine", str(data), "--eps", "0.5", "--delta", "1e-7", "-q", "-o", str(result)]
+    args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
+    args += ["1e-6"]
+    proc = _paused_after_the_spend(tmp_path, args, ledger)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code
@@ -279,8 +289,6 @@ def test_a_signal_to_the_whole_group_of_a_rules_run_says_one_line(
     its one line."""
     import os
     import signal
-    import subprocess
-    import sys
     import time
 
     data = _pairs(tmp_path)
@@ -288,22 +296,7 @@ def test_a_signal_to_the_whole_group_of_a_rules_run_says_one_line(
     args = ["rules", str(data), "--eps", "0.5", "--delta", "1e-7", "-q", "--top", "2"]
     args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
     args += ["1e-6"]
-    env = {**os.environ, "DPFIM_TEST_PAUSE_AFTER_RESERVE": "30"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dpfim", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not (ledger.exists() and b"spend" in ledger.read_bytes()):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    time.sleep(0.2)
+    proc = _paused_after_the_spend(tmp_path, args, ledger, start_new_session=True)
     os.killpg(proc.pid, signum)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code
