@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpfim.accounting import amount, zcdp_eps, zcdp_rho_for
+from dpfim.accounting import amount, zcdp_rho_for
 from dpfim.choices import DEFAULT_CLOSURE_SHARE, RULE_METRICS
 from dpfim.closure import (
     DEFAULT_NOISE,
@@ -297,7 +297,6 @@ def release_closure(
     rho = None
     if noise == "gaussian":
         rho = zcdp_rho_for(eps_closure, delta_closure)
-        assert zcdp_eps(rho, delta_closure) <= eps_closure
         scale = gaussian_variance(delta_1, rho) if delta_1 else Fraction(1)
 
         def draw() -> int:
