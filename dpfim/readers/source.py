@@ -149,6 +149,9 @@ def chunks(
 ) -> Iterator[tuple[bytes, int]]:
     """(chunk, number of its first line): whole lines of the decompressed input, about `size`
     bytes each; the last chunk may lack a final newline. A leading BOM is dropped."""
+    if hasattr(stream, "readinto"):
+        yield from _chunks_into(stream, name, label, size)
+        return
     data = b""
     first_line = 1
     bom_checked = eof = False
@@ -169,6 +172,60 @@ def chunks(
         if piece:
             yield piece, first_line
             first_line += piece.count(b"\n")
+
+
+def _chunks_into(stream: BinaryIO, name: str, label: str, size: int) -> Iterator[tuple[bytes, int]]:
+    """`chunks` through one reused buffer: each chunk is copied out of it once (reading into
+    fresh blocks and joining them cost two more copies and ~1 page fault per 4 KiB)."""
+    buf = bytearray(2 * size)
+    have = 0  # bytes in buf: the unfinished last line of the previous read, then new data
+    first_line = 1
+    at_start = True
+    eof = False
+    while not eof:
+        if len(buf) - have < size:  # a line longer than the buffer's room: make more
+            buf.extend(bytes(max(size, len(buf))))
+        with memoryview(buf) as view:
+            try:
+                got = stream.readinto(view[have : have + size])
+            except _DECOMPRESSION_ERRORS as exc:
+                raise InputError(f"{name}: damaged {label} data ({exc})") from None
+        eof = not got
+        have += got or 0
+        start = 0
+        if at_start:
+            if have < len(BOM) and not eof:
+                continue
+            start = len(BOM) if buf.startswith(BOM, 0, have) else 0
+            at_start = False
+        cut = have if eof else buf.rfind(b"\n", start, have) + 1
+        if cut <= start:
+            if start:  # keep the buffer starting at the first line
+                buf[: have - start] = buf[start:have]
+                have -= start
+            continue
+        with memoryview(buf) as view:
+            piece = bytes(view[start:cut])
+        buf[: have - cut] = buf[cut:have]
+        have -= cut
+        yield piece, first_line
+        first_line += _newlines(piece)
+
+
+def _newlines(data: bytes) -> int:
+    """data.count(b"\\n"), a few times faster on big chunks (bytes.count is a byte loop)."""
+    if len(data) < _COUNT_BLOCK:
+        return data.count(b"\n")
+    import numpy as np
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return sum(
+        int(np.count_nonzero(raw[k : k + _COUNT_BLOCK] == 10))  # a cache-sized block at a time
+        for k in range(0, len(raw), _COUNT_BLOCK)
+    )
+
+
+_COUNT_BLOCK = 1 << 18
 
 
 def decode(chunk: bytes, name: str, first_line: int) -> str:
