@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -67,6 +67,7 @@ _BY_EXTENSION = {
     ".basket": "basket",
 }
 _CHUNK_READERS = {"basket": basket.read_chunk, "fimi": fimi.read_chunk, "jsonl": jsonl.read_chunk}
+_FORMATS = {"basket": basket, "fimi": fimi, "jsonl": jsonl}
 _COMPILED_FROM = {  # read at call time: tests move the thresholds
     "basket": lambda: basket.COMPILED_FROM,
     "fimi": lambda: fimi.COMPILED_FROM,
@@ -207,15 +208,22 @@ def read_records(
         builder.size_hint = None if size is None else size * (1 if comp == "none" else 4)
         read_chunk = _CHUNK_READERS[decided]
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
+        see = None if looks_long is None else lambda chunk, first: looks_long.see(chunk, first, sep)
         with open_input(src, comp, stdin) as (stream, raw, label):
-            # big inputs: the next chunk is read while a compiled tokeniser runs (it frees the GIL)
             big = (builder.size_hint or 0) >= _COMPILED_FROM[decided]()
-            pieces = prefetched(chunks(_progress(stream, raw, src, progress), name, label), big)
-            with contextlib.closing(pieces):
-                for chunk, first in pieces:
-                    if looks_long is not None:
-                        looks_long.see(chunk, first, sep)
-                    read_chunk(chunk, first, name, sep, builder)
+            read_from = _progress(stream, raw, src, progress)
+            # big inputs: chunks tokenised on both cores and merged in order (pipeline.py)
+            done = big and _pipelined(
+                decided, chunks(read_from, name, label), name, sep, builder, see
+            )
+            if not done:
+                # the next chunk is read while a compiled tokeniser runs (it frees the GIL)
+                pieces = prefetched(chunks(read_from, name, label), big)
+                with contextlib.closing(pieces):
+                    for chunk, first in pieces:
+                        if see is not None:
+                            see(chunk, first)
+                        read_chunk(chunk, first, name, sep, builder)
         records = builder.build()
         if paths is not None:
             paths(f"{name} ({decided}): {describe_paths(builder.paths)}")
@@ -229,6 +237,28 @@ def read_records(
         # the records were just read and are ours: truncate without a second copy of the ids
         records = truncate(records, max_record_items, key or truncation_key(rng=rng), in_place=True)
     return records
+
+
+def _pipelined(
+    fmt: str,
+    pieces: Iterable[tuple[bytes, int]],
+    name: str,
+    sep: str,
+    out: RecordBuilder,
+    see: Callable[[bytes, int], None] | None,
+) -> bool:
+    """Read a big input on both cores (dpfim/readers/pipeline.py); False (nothing read) when
+    that path is off or numba is missing."""
+    from dpfim.readers import pipeline
+
+    if not pipeline.ENABLED:
+        return False
+    module = _FORMATS[fmt]
+
+    def fallback(chunk: bytes, first: int) -> None:
+        module.read_chunk(chunk, first, name, sep, out, compiled=False)
+
+    return pipeline.read(pieces, module.kernel_call, sep, out, fallback, see)
 
 
 def describe_paths(taken: dict[str, int]) -> str:

@@ -610,3 +610,64 @@ def tokenize_jsonl(
         start = n_ids
         line = i + 1
     return OK, n_ids, n_rec, 0
+
+
+# The pipelined readers (dpfim/readers/pipeline.py): a chunk is tokenised by one of the kernels
+# above into a table of its own (local ids, in order of first appearance within the chunk, on
+# any thread), then merged in input order: its items, in their local order, are looked up in
+# (or added to) the shared table, and its records are renumbered and sorted again.
+
+
+@njit(cache=True, nogil=True)
+def intern_each(
+    local_arena: np.ndarray,
+    local_starts: np.ndarray,
+    done: int,
+    count: int,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    open_vocab: bool,
+    lut: np.ndarray,
+) -> int:
+    """lut[k] = the shared id (-1: not in a declared vocabulary) of a chunk's local item k, for
+    k from `done` on, in order (new items are numbered in this order); how far it got before the
+    shared table ran out of room (count: all)."""
+    for k in range(done, count):
+        got = intern(
+            local_arena,
+            local_starts[k],
+            local_starts[k + 1],
+            slots,
+            arena,
+            starts,
+            state,
+            open_vocab,
+        )
+        if got == -2:
+            return k
+        lut[k] = got
+    return count
+
+
+@njit(cache=True, nogil=True)
+def renumber(
+    ids: np.ndarray, lengths: np.ndarray, n_rec: int, lut: np.ndarray, out: np.ndarray
+) -> int:
+    """Records given as local ids (ids, lengths[:n_rec]) -> shared ids lut[id] in `out`, each
+    record sorted and deduplicated again, dropped items (-1) left out; lengths are updated in
+    place; the number of ids written."""
+    r = 0
+    w = 0
+    for k in range(n_rec):
+        start = w
+        for j in range(r, r + lengths[k]):
+            got = lut[ids[j]]
+            if got >= 0:
+                out[w] = got
+                w += 1
+        r += lengths[k]
+        w = _finish(out, start, w)
+        lengths[k] = w - start
+    return w

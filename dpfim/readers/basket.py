@@ -15,12 +15,16 @@ and the rest line by line.
 from __future__ import annotations
 
 import csv
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpfim.readers.records import RecordBuilder, factorize
 from dpfim.readers.source import parse_lines
+
+if TYPE_CHECKING:
+    from dpfim.readers.interner import Interner
 
 
 def parse_line(line: str, sep: str) -> list[str]:
@@ -39,10 +43,14 @@ FAST_FROM = 1 << 20  # chunk bytes from which the whole-chunk split pays
 COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
 
 
-def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
+def read_chunk(
+    chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder, compiled: bool = True
+) -> None:
+    """Read a chunk into `out` (compiled: False when the compiled tokeniser has given it back
+    already, see dpfim/readers/pipeline.py)."""
     hint = out.size_hint
     big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
-    if big and ord(sep) < 128 and _compiled(chunk, sep, out):
+    if compiled and big and _compiled(chunk, sep, out):
         out.took("compiled")
         return
     if len(chunk) >= FAST_FROM and _fast(chunk, sep, out):
@@ -59,11 +67,21 @@ def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
     table = interner(out)
     if table is None:
         return False
+    call = kernel_call(chunk, sep, table)
+    return call is not None and table.read(chunk, out, call) == table.kernel.OK
+
+
+def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] | None:
+    """The compiled tokeniser over `table` for this chunk: call(raw, pos, n_ids, n_rec, ids,
+    lengths) (Interner.read's form), or None when it cannot read the chunk (a non-ASCII
+    separator; invalid UTF-8: the line parser names the line)."""
+    if ord(sep) >= 128:
+        return None
     if not chunk.isascii():
         try:
             chunk.decode("utf-8")  # the line parser names the line of invalid UTF-8
         except UnicodeDecodeError:
-            return False
+            return None
     kernel, code, limit = table.kernel, ord(sep), csv.field_size_limit()
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
@@ -72,7 +90,7 @@ def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
             raw, pos, n_ids, n_rec, *tables, table.open, code, limit, ids, lengths
         )
 
-    return bool(table.read(chunk, out, call) == kernel.OK)
+    return call
 
 
 def _fast(chunk: bytes, sep: str, out: RecordBuilder) -> bool:

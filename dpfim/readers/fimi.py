@@ -14,12 +14,16 @@ Three paths read a chunk, all to the same records:
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpfim.readers.records import RecordBuilder
 from dpfim.readers.source import parse_lines
+
+if TYPE_CHECKING:
+    from dpfim.readers.interner import Interner
 
 _LINE = re.compile(r"[0-9 \t]*")
 COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
@@ -35,11 +39,14 @@ def parse_line(line: str) -> list[str]:
     return line.split()
 
 
-def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
-    del sep  # FIMI files are separated by spaces and tabs
+def read_chunk(
+    chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder, compiled: bool = True
+) -> None:
+    """Read a chunk into `out` (compiled: False when the compiled tokeniser has given it back
+    already, see dpfim/readers/pipeline.py)."""
     hint = out.size_hint
     big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
-    if big and _compiled(chunk, out):
+    if compiled and big and _compiled(chunk, sep, out):
         return
     if _fast(chunk, out):
         out.took("numpy")
@@ -48,7 +55,7 @@ def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBu
         out.took("line parser")
 
 
-def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
+def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
     """Read a chunk with the compiled tokeniser; False when another path must read it (numba
     missing, or a data error: the line parser names the line)."""
     from dpfim.readers.interner import interner
@@ -56,6 +63,16 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
     table = interner(out)
     if table is None:
         return False
+    if table.read(chunk, out, kernel_call(chunk, sep, table)) != table.kernel.OK:
+        return False
+    out.took("compiled")
+    return True
+
+
+def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] | None:
+    """The compiled tokeniser over `table` for this chunk: call(raw, pos, n_ids, n_rec, ids,
+    lengths) (Interner.read's form), or None when it cannot read the chunk."""
+    del chunk, sep  # FIMI files are separated by spaces and tabs
     kernel, lut = table.kernel, table.value_cache()
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
@@ -63,10 +80,7 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
         tables = table.tables()
         return kernel.tokenize(raw, pos, n_ids, n_rec, *tables, table.open, lut, ids, lengths)
 
-    if table.read(chunk, out, call) != kernel.OK:
-        return False
-    out.took("compiled")
-    return True
+    return call
 
 
 def _slow(chunk: bytes, first_line: int, name: str, out: RecordBuilder) -> None:

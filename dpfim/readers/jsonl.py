@@ -11,12 +11,16 @@ error) is read by the exact parser, line by line.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpfim.readers.records import RecordBuilder
 from dpfim.readers.source import parse_lines
+
+if TYPE_CHECKING:
+    from dpfim.readers.interner import Interner
 
 
 def parse_line(line: str) -> list[str]:
@@ -50,33 +54,45 @@ def parse_line(line: str) -> list[str]:
 COMPILED_FROM = 32 << 20  # input bytes from which the compiled scanner pays for its import
 
 
-def read_chunk(chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder) -> None:
-    del sep
+def read_chunk(
+    chunk: bytes, first_line: int, name: str, sep: str, out: RecordBuilder, compiled: bool = True
+) -> None:
+    """Read a chunk into `out` (compiled: False when the compiled scanner has given it back
+    already, see dpfim/readers/pipeline.py)."""
     hint = out.size_hint
     big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
-    if big and _compiled(chunk, out):
+    if compiled and big and _compiled(chunk, sep, out):
         out.took("compiled")
         return
     out.add_tokens(*parse_lines(chunk, first_line, name, parse_line))
     out.took("json.loads")
 
 
-def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
+def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
     """Read a chunk with the compiled scanner; False when the exact parser must read it."""
     from dpfim.readers.interner import interner
 
     table = interner(out)
     if table is None:
         return False
+    call = kernel_call(chunk, sep, table)
+    return call is not None and table.read(chunk, out, call) == table.kernel.OK
+
+
+def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] | None:
+    """The compiled scanner over `table` for this chunk: call(raw, pos, n_ids, n_rec, ids,
+    lengths) (Interner.read's form), or None when it cannot read the chunk (invalid UTF-8: the
+    exact parser names the line)."""
+    del sep
     if not chunk.isascii():
         try:
             chunk.decode("utf-8")  # the exact parser names the line of invalid UTF-8
         except UnicodeDecodeError:
-            return False
+            return None
     kernel = table.kernel
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
         tables = table.tables()  # as they are now (growing replaces them)
         return kernel.tokenize_jsonl(raw, pos, n_ids, n_rec, *tables, table.open, ids, lengths)
 
-    return bool(table.read(chunk, out, call) == kernel.OK)
+    return call
