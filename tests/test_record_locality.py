@@ -27,16 +27,22 @@ from hypothesis import strategies as st
 from reader_paths import force_fast_readers
 
 from dpfim.errors import InputError
-from dpfim.readers import Records, read_records
+from dpfim.readers import Records, read_records, source
 
 
-@pytest.fixture(autouse=True, params=["small-input paths", "big-input paths"])
+@pytest.fixture(
+    autouse=True, params=["small-input paths", "big-input paths", "big-input paths, one thread"]
+)
 def reader_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every property twice: as shipped (small inputs take the numpy and line parsers) and with
-    the big-input paths forced on (the compiled FIMI, basket and JSON-lines tokenisers, arrow
-    CSV, compiled grouping)."""
+    """Every property three times: as shipped (small inputs take the numpy and line parsers)
+    and with the big-input paths forced on (the compiled FIMI, basket and JSON-lines tokenisers,
+    arrow CSV, compiled grouping), the tokenisers on two threads merged in order (with chunks
+    of a few lines, so a file is many chunks) or in one."""
     if request.param == "big-input paths":
         force_fast_readers(monkeypatch)
+        monkeypatch.setattr(source, "CHUNK_BYTES", 64)
+    elif request.param == "big-input paths, one thread":
+        force_fast_readers(monkeypatch, pipelined=False)
 
 
 # CI runs 4x the examples of the quick local loop.

@@ -251,7 +251,7 @@ def _pipelined(
     that path is off or numba is missing."""
     from dpfim.readers import pipeline
 
-    if not pipeline.ENABLED:
+    if not pipeline.worth_it():
         return False
     module = _FORMATS[fmt]
 

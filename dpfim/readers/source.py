@@ -145,10 +145,12 @@ class _Streams:
 
 
 def chunks(
-    stream: BinaryIO, name: str, label: str, *, size: int = CHUNK_BYTES
+    stream: BinaryIO, name: str, label: str, *, size: int | None = None
 ) -> Iterator[tuple[bytes, int]]:
     """(chunk, number of its first line): whole lines of the decompressed input, about `size`
-    bytes each; the last chunk may lack a final newline. A leading BOM is dropped."""
+    bytes each (default CHUNK_BYTES, read at call time: tests cut small inputs into many
+    chunks); the last chunk may lack a final newline. A leading BOM is dropped."""
+    size = size or CHUNK_BYTES
     if hasattr(stream, "readinto"):
         yield from _chunks_into(stream, name, label, size)
         return
