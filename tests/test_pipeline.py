@@ -7,6 +7,7 @@ line parser sit between chunks merged from the workers."""
 from __future__ import annotations
 
 import functools
+import io
 import threading
 from pathlib import Path
 
@@ -191,3 +192,67 @@ def test_renumber_sorts_and_drops_like_numpy() -> None:
         n = kernel.renumber(ids, got_lengths, len(lengths), lut, out)
         assert got_lengths.tolist() == [len(w) for w in want]
         assert out[:n].tolist() == [x for w in want for x in w]
+
+
+class _NoReadinto:
+    """A stream without readinto (bz2/xz, the progress bar): chunks' plain path."""
+
+    def __init__(self, data: bytes) -> None:
+        self._f = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._f.read(size)
+
+
+class _Trickle(io.RawIOBase):
+    """A raw stream that hands out a few bytes a call (a pipe)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._at = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, view: object) -> int:
+        k = min(len(view), 3, len(self._data) - self._at)  # type: ignore[arg-type]
+        view[:k] = self._data[self._at : self._at + k]  # type: ignore[index]
+        self._at += k
+        return k
+
+
+@SETTINGS
+@given(
+    pieces=st.lists(
+        st.sampled_from([b"\n", b"a", b"bb", b"\r\n", source.BOM, b"x" * 40]), max_size=30
+    ),
+    size=st.integers(1, 20),
+    slack=st.sampled_from([0, 1, 3, 1 << 16]),
+)
+def test_chunks_through_one_buffer_are_whole_lines_numbered_right(
+    pieces: list[bytes], size: int, slack: int
+) -> None:
+    """The reused-buffer chunker gives the plain chunker's bytes, as whole lines (the last may
+    lack its newline), with the right first line numbers, from a file or a trickling pipe,
+    whatever the slack it keeps for the unfinished line (lines longer than the buffer)."""
+    data = b"".join(pieces)
+    plain = list(source.chunks(_NoReadinto(data), "n", "none", size=size))  # type: ignore[arg-type]
+    old = source._SLACK
+    source._SLACK = slack
+    try:
+        for stream in (io.BytesIO(data), io.BufferedReader(_Trickle(data))):
+            got = list(source.chunks(stream, "n", "none", size=size))  # type: ignore[arg-type]
+            assert b"".join(c for c, _ in got) == b"".join(c for c, _ in plain)
+            line = 1
+            for k, (chunk, first) in enumerate(got):
+                assert chunk and (chunk.endswith(b"\n") or k == len(got) - 1)
+                assert first == line
+                line += chunk.count(b"\n")
+    finally:
+        source._SLACK = old
+
+
+def test_newlines_are_counted_like_bytes_count() -> None:
+    rng = np.random.default_rng(3)
+    for n in (0, 1, source._COUNT_BLOCK - 1, source._COUNT_BLOCK, 3 * source._COUNT_BLOCK + 7):
+        data = rng.choice(np.frombuffer(b"a\n", np.uint8), size=n).tobytes()
+        assert source._newlines(data) == data.count(b"\n")

@@ -19,6 +19,7 @@ import bz2
 import contextlib
 import gzip
 import lzma
+import mmap
 import os
 import sys
 import zlib
@@ -178,18 +179,31 @@ def chunks(
 
 def _chunks_into(stream: BinaryIO, name: str, label: str, size: int) -> Iterator[tuple[bytes, int]]:
     """`chunks` through one reused buffer: each chunk is copied out of it once (reading into
-    fresh blocks and joining them cost two more copies and ~1 page fault per 4 KiB)."""
-    buf = bytearray(2 * size)
+    fresh blocks and joining them cost two more copies and ~1 page fault per 4 KiB). The
+    buffer is an anonymous memory map: a small file touches only its own size of it."""
+    buf = mmap.mmap(-1, size + _SLACK)
+    try:
+        yield from _cut(buf, stream, name, label, size)
+    finally:
+        buf.close()
+
+
+def _cut(
+    buf: mmap.mmap, stream: BinaryIO, name: str, label: str, size: int
+) -> Iterator[tuple[bytes, int]]:
     have = 0  # bytes in buf: the unfinished last line of the previous read, then new data
     first_line = 1
     at_start = True
     eof = False
     while not eof:
-        if len(buf) - have < size:  # a line longer than the buffer's room: make more
-            buf.extend(bytes(max(size, len(buf))))
+        if len(buf) - have < max(size // 2, 1):  # a long line fills the buffer: make room
+            bigger = mmap.mmap(-1, len(buf) + max(size, len(buf)))
+            bigger[:have] = buf[:have]
+            buf.close()
+            buf = bigger
         with memoryview(buf) as view:
             try:
-                got = stream.readinto(view[have : have + size])
+                got = stream.readinto(view[have : min(have + size, len(buf))])
             except _DECOMPRESSION_ERRORS as exc:
                 raise InputError(f"{name}: damaged {label} data ({exc})") from None
         eof = not got
@@ -198,20 +212,22 @@ def _chunks_into(stream: BinaryIO, name: str, label: str, size: int) -> Iterator
         if at_start:
             if have < len(BOM) and not eof:
                 continue
-            start = len(BOM) if buf.startswith(BOM, 0, have) else 0
+            start = len(BOM) if buf[: len(BOM)] == BOM else 0
             at_start = False
         cut = have if eof else buf.rfind(b"\n", start, have) + 1
         if cut <= start:
             if start:  # keep the buffer starting at the first line
-                buf[: have - start] = buf[start:have]
+                buf.move(0, start, have - start)
                 have -= start
             continue
-        with memoryview(buf) as view:
-            piece = bytes(view[start:cut])
-        buf[: have - cut] = buf[cut:have]
+        piece = buf[start:cut]
+        buf.move(0, cut, have - cut)
         have -= cut
         yield piece, first_line
         first_line += _newlines(piece)
+
+
+_SLACK = 1 << 16  # room for the unfinished line carried over (more is made when needed)
 
 
 def _newlines(data: bytes) -> int:
