@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import threading
 from pathlib import Path
 
@@ -45,7 +46,9 @@ def outcome(path: Path, **kw: object) -> object:
     return records.items, records.indptr.tolist(), records.indices.tolist(), paths
 
 
-def both(monkeypatch: pytest.MonkeyPatch, path: Path, chunk: int | None, **kw: object) -> list:
+def both(
+    monkeypatch: pytest.MonkeyPatch, path: Path, chunk: int | None, **kw: object
+) -> list[object]:
     chunks = source.chunks if chunk is None else functools.partial(source.chunks, size=chunk)
     monkeypatch.setattr(readers, "chunks", chunks)
     got = []
@@ -86,7 +89,8 @@ def test_two_threads_keep_first_appearance_across_given_back_chunks(
     path.write_bytes(b"a,b\nc,a\n" + b'"d""e",z\n' + b"z,f\nb,g\n")
     one, two = both(monkeypatch, path, 4)
     assert two == one
-    items, _, _, paths = two  # type: ignore[misc]
+    assert isinstance(two, tuple)
+    items, _, _, paths = two
     assert items == ["a", "b", "c", 'd"e', "z", "f", "g"]
     assert "compiled (4 chunks)" in paths[0] and "chunk)" in paths[0]
 
@@ -159,13 +163,13 @@ def test_the_two_threads_are_used_only_when_a_core_is_idle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(pipeline, "ENABLED", None)
-    monkeypatch.setattr(pipeline.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.0, 0.0))
     assert pipeline.worth_it()
-    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (1.6, 0.0, 0.0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 0.0, 0.0))
     assert not pipeline.worth_it()
-    monkeypatch.setattr(pipeline.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert not pipeline.worth_it()
     for forced in (True, False):
         monkeypatch.setattr(pipeline, "ENABLED", forced)
@@ -240,7 +244,7 @@ def test_chunks_through_one_buffer_are_whole_lines_numbered_right(
     source._SLACK = slack
     try:
         for stream in (io.BytesIO(data), io.BufferedReader(_Trickle(data))):
-            got = list(source.chunks(stream, "n", "none", size=size))  # type: ignore[arg-type]
+            got = list(source.chunks(stream, "n", "none", size=size))
             assert b"".join(c for c, _ in got) == b"".join(c for c, _ in plain)
             line = 1
             for k, (chunk, first) in enumerate(got):

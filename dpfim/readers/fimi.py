@@ -69,9 +69,10 @@ def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
     return True
 
 
-def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] | None:
+def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any]:
     """The compiled tokeniser over `table` for this chunk: call(raw, pos, n_ids, n_rec, ids,
-    lengths) (Interner.read's form), or None when it cannot read the chunk."""
+    lengths) (Interner.read's form; the other formats' may be None: no FIMI chunk is refused
+    before the kernel runs)."""
     del chunk, sep  # FIMI files are separated by spaces and tabs
     kernel, lut = table.kernel, table.value_cache()
 

@@ -201,9 +201,9 @@ def _cut(
             bigger[:have] = buf[:have]
             buf.close()
             buf = bigger
-        with memoryview(buf) as view:
+        with memoryview(buf) as view, view[have : min(have + size, len(buf))] as into:
             try:
-                got = stream.readinto(view[have : min(have + size, len(buf))])
+                got = stream.readinto(into)  # type: ignore[attr-defined]
             except _DECOMPRESSION_ERRORS as exc:
                 raise InputError(f"{name}: damaged {label} data ({exc})") from None
         eof = not got
