@@ -129,11 +129,19 @@ class Interner:
         old, self.slots = self.slots, np.zeros((size, 4), dtype=np.uint64)
         self.kernel.rehash(old, self.slots, below)
 
-    def read(self, chunk: bytes, out: RecordBuilder, call: Callable[..., Any]) -> int:
+    def read(
+        self,
+        chunk: bytes,
+        out: RecordBuilder,
+        call: Callable[..., Any],
+        odd_line: Callable[[str], list[str]] | None = None,
+    ) -> int:
         """Run a tokeniser over a chunk into `out`: call(raw, pos, n_ids, n_rec, ids, lengths)
         is the kernel with the table's arguments bound. The kernel's final status: OK (the
         records are committed, the new items published), or another (nothing is kept: another
-        path must read the chunk)."""
+        path must read the chunk). With `odd_line` (a line parser), a line the kernel stops at
+        with ODD is read by it and the kernel goes on after it (`add_line`), unless such lines
+        are common in the chunk (then the whole chunk is the other path's: it is faster)."""
         kernel = self.kernel
         raw = np.frombuffer(chunk, dtype=np.uint8)
         hint = out.size_hint or 0
@@ -141,7 +149,7 @@ class Interner:
         lengths = self.record_lengths(chunk)
         self.sync()
         before = self.count
-        pos = n_ids = n_rec = 0
+        pos = n_ids = n_rec = odd = 0
         while True:
             status, n_ids, n_rec, pos = call(raw, pos, n_ids, n_rec, ids, lengths)
             if status == kernel.OK:
@@ -150,12 +158,53 @@ class Interner:
                 lengths = self.more_lengths(chunk, n_rec)
             elif status == kernel.ROOM:
                 self.grow(1, 1 << 16)
+            elif status == kernel.ODD and odd_line is not None and odd < 64 + n_rec // 16:
+                odd += 1
+                if n_rec == len(lengths):
+                    lengths = self.more_lengths(chunk, n_rec)
+                got = self.add_line(chunk, pos, n_ids, n_rec, ids, odd_line)
+                if got is None:
+                    self.forget(before)
+                    return int(status)
+                n_ids, n_rec, pos = got
             else:
                 self.forget(before)
                 return int(status)
         self.publish(before)
         out.commit(n_ids, lengths[:n_rec].copy())
         return int(status)
+
+    def add_line(
+        self,
+        chunk: bytes,
+        pos: int,
+        n_ids: int,
+        n_rec: int,
+        ids: np.ndarray,
+        parse: Callable[[str], list[str]],
+    ) -> tuple[int, int, int] | None:
+        """The line starting at chunk[pos] read by the line parser `parse` into record n_rec
+        (ids from ids[n_ids]), its items numbered in the order parse gives them (the order a
+        line parser numbers them in): (n_ids, n_rec, pos) after it, or None when the line is a
+        data error (NUL, a lone \\r, or what parse refuses: the line parser's path names it)."""
+        end = chunk.find(b"\n", pos)
+        end = len(chunk) if end < 0 else end
+        line = chunk[pos : end - 1 if end > pos and chunk[end - 1] == 13 else end]
+        if b"\r" in line or b"\0" in line:
+            return None
+        try:
+            items = parse(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        data = [item.encode("utf-8") for item in items]
+        bounds = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in data], out=bounds[1:])
+        raw = np.frombuffer(b"".join(data), dtype=np.uint8)
+        add = self.kernel.intern_record
+        while (stop := add(raw, bounds, *self.tables(), self.open, ids, n_ids)) < 0:
+            self.grow(len(data), len(raw))
+        self.lengths[n_rec] = stop - n_ids
+        return stop, n_rec + 1, end + 1
 
     def record_lengths(self, chunk: bytes) -> np.ndarray:
         """Scratch for a chunk's record lengths (grown when a kernel says FULL)."""

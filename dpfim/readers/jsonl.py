@@ -79,4 +79,4 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
         tables = table.tables()  # as they are now (growing replaces them)
         return kernel.tokenize_jsonl(raw, pos, n_ids, n_rec, *tables, table.open, ids, lengths)
 
-    return bool(table.read(chunk, out, call) == kernel.OK)
+    return bool(table.read(chunk, out, call, odd_line=parse_line) == kernel.OK)
