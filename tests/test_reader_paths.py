@@ -589,7 +589,7 @@ def test_jsonl_a_rare_odd_line_is_read_exactly_inside_a_compiled_chunk() -> None
     from dpfim.readers.records import RecordBuilder, Vocabulary
 
     plain = [f'["a{k % 7}", {k % 5}]' for k in range(400)]
-    lines = plain[:100] + ['["new", 1.5, -0, "a1"]'] + plain[100:] + ['[2.50, "\\u00e9"]']
+    lines = [*plain[:100], '["new", 1.5, -0, "a1"]', *plain[100:], '[2.50, "\\u00e9"]']
     expected = [jsonl.parse_line(line) for line in lines]
     mp = pytest.MonkeyPatch()
     try:

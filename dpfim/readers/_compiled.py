@@ -686,8 +686,10 @@ def tokenize_jsonl(
                             if m < 0:  # a bad escape, a lone surrogate: the exact parser's
                                 return ODD, start, n_rec, line
                             s, e = trim(buf, 0, m)
-                            got = -3 if e <= s else intern(
-                                buf, s, e, slots, arena, starts, state, open_vocab
+                            got = (
+                                -3
+                                if e <= s
+                                else intern(buf, s, e, slots, arena, starts, state, open_vocab)
                             )
                         else:
                             s, e = trim(raw, i + 1, j)

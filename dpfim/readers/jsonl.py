@@ -33,14 +33,17 @@ def parse_line(line: str) -> list[str]:
         raise ValueError("expected a JSON array of items")
     items = []
     for item in value:
-        if isinstance(item, str):
+        kind = type(item)  # json.loads makes str, int, float, bool, None, list, dict only
+        if kind is str:
             if not item.isascii():  # a lone surrogate escape ("\\ud800") is no text
                 try:
                     item.encode("utf-8")
                 except UnicodeEncodeError:
                     raise ValueError("an item is not valid Unicode (a lone surrogate)") from None
             items.append(item.strip())
-        elif isinstance(item, int | float) and not isinstance(item, bool):
+        elif kind is int:
+            items.append(int.__repr__(item))  # what json.dumps gives, without its call
+        elif kind is float:
             items.append(json.dumps(item))
         else:
             raise ValueError("items must be strings or numbers")
