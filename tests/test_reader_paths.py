@@ -580,16 +580,20 @@ def test_truncating_in_place_keeps_what_a_copy_keeps() -> None:
 
 
 def test_jsonl_a_rare_odd_line_is_read_exactly_inside_a_compiled_chunk() -> None:
-    """A line the scanner does not read (a float, "-0", nesting) is read by the exact parser
-    and the scan goes on after it (the chunk stays compiled, ids in first-appearance order);
-    a chunk where such lines are common is given to the exact parser whole (faster); a line
-    the exact parser refuses gives the chunk back, and the line parser names it."""
+    """Numbers of every form read compiled, spelled as the exact parser spells them; a line
+    the scanner does not read (here an integer of over 1000 digits) is read by the exact
+    parser and the scan goes on after it (the chunk stays compiled, ids in first-appearance
+    order); a chunk where such lines are common is given to the exact parser whole (faster);
+    a line the exact parser refuses gives the chunk back, and the line parser names it."""
     from dpfim.errors import InputError
     from dpfim.readers import jsonl
     from dpfim.readers.records import RecordBuilder, Vocabulary
 
     plain = [f'["a{k % 7}", {k % 5}]' for k in range(400)]
-    lines = [*plain[:100], '["new", 1.5, -0, "a1"]', *plain[100:], '[2.50, "\\u00e9"]']
+    huge = "9" * 1001
+    numbers = '["new", 1.5, -0, "a1", 1E3, -0.0, 2.50e-1, 1e400, 0.1, 1.5, "1.5"]'
+    lines = [*plain[:100], numbers, *plain[100:200], f'["x", {huge}]', *plain[200:]]
+    lines += ['[2.50, "\\u00e9", -12.5E+2, 1.0]']
     expected = [jsonl.parse_line(line) for line in lines]
     mp = pytest.MonkeyPatch()
     try:
@@ -598,7 +602,8 @@ def test_jsonl_a_rare_odd_line_is_read_exactly_inside_a_compiled_chunk() -> None
         jsonl.read_chunk(("\n".join(lines) + "\n").encode(), 1, "x", ",", out)
         assert out.paths == {"compiled": 1}
         dense = RecordBuilder(Vocabulary())
-        jsonl.read_chunk(("\n".join(["[1.5]"] * 200) + "\n").encode(), 1, "x", ",", dense)
+        dense_lines = [f"[{huge}, {k}]" for k in range(200)]
+        jsonl.read_chunk(("\n".join(dense_lines) + "\n").encode(), 1, "x", ",", dense)
         assert dense.paths == {"json.loads": 1}
         bad = RecordBuilder(Vocabulary())
         with pytest.raises(InputError, match="x:3: not JSON"):
@@ -609,4 +614,5 @@ def test_jsonl_a_rare_odd_line_is_read_exactly_inside_a_compiled_chunk() -> None
     firsts = list(dict.fromkeys(item for items in expected for item in items))
     assert records.items == firsts
     assert as_rows(records) == [sorted(set(e)) for e in expected]
-    assert "1.5" in records.items and "0" in records.items and "é" in records.items
+    for item in ["1.5", "0", "-0.0", "1000.0", "0.25", "Infinity", "0.1", "é", "-1250.0", huge]:
+        assert item in records.items

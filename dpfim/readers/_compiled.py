@@ -319,6 +319,8 @@ def group(records: np.ndarray, items: np.ndarray, n_records: int) -> tuple[np.nd
 
 
 ODD = 6  # a line the line parser reads (a doubled quote, a field past csv's size limit)
+NUMBER = 7  # JSON lines: a number token not in the number table's map yet (`detail`: where)
+NUMBER_ROOM = 8  # JSON lines: the number table needs more room
 _QUOTE = 34
 _SEP, _LF, _CR, _NUL, _QUOTED = 1, 2, 3, 4, 5  # byte kinds in tokenize_csv
 
@@ -622,6 +624,11 @@ def tokenize_jsonl(
     starts: np.ndarray,
     state: np.ndarray,
     open_vocab: bool,
+    nslots: np.ndarray,
+    narena: np.ndarray,
+    nstarts: np.ndarray,
+    nstate: np.ndarray,
+    nmap: np.ndarray,
     ids: np.ndarray,
     lengths: np.ndarray,
 ) -> tuple[int, int, int, int]:
@@ -629,9 +636,13 @@ def tokenize_jsonl(
     integers, spaces and tabs around; as `tokenize` otherwise. A string's item is its text
     as json.loads decodes its escapes (`_unescape`), trimmed as str.strip() trims (empty: no
     item); an integer's is its digits as written (json.dumps(int) gives them back: JSON has no
-    leading zeros; "-0" aside); a blank line (str.isspace) is an empty record. A line with
-    anything else (a float, "-0", a bad escape, a lone surrogate, a control character, nesting,
-    a literal, bad JSON) stops the scan at its start with ODD: the caller reads that line with
+    leading zeros); any other number ("-0", a fraction, an exponent) is looked up by its text in
+    the number table (nslots .. nstate, a table like the item table), whose map nmap gives the
+    item id the exact parser's spelling of it has (json.dumps(json.loads(text))); a text not
+    mapped yet stops the scan with NUMBER at the token (the caller maps it, then goes on from
+    the line's start). A blank line (str.isspace) is an empty record. A line with anything
+    else (a bad escape, a lone surrogate, a control character, nesting, a literal, bad JSON)
+    stops the scan at its start with ODD: the caller reads that line with
     the exact parser (jsonl.parse_line; Interner.add_line) and goes on from the next, or gives
     the chunk to it. NUL or a lone \\r: BAD_BYTE (the chunk to the exact parser, which names
     the line).
@@ -702,25 +713,50 @@ def tokenize_jsonl(
                                 ids[n_ids] = got
                                 n_ids += 1
                             s = e = 0  # interned already
-                    elif c == 45 or 48 <= c <= 57:  # an integer
+                    elif c == 45 or 48 <= c <= 57:  # a number
                         j = i + 1 if c == 45 else i
                         if j >= n or not (48 <= raw[j] <= 57):
                             return ODD, start, n_rec, line
+                        plain = True  # digits as written are the exact parser's item
                         if raw[j] == 48:
                             j += 1
-                            if c == 45:
-                                return ODD, start, n_rec, line  # "-0": json.dumps gives "0"
+                            plain = c != 45  # "-0": the exact parser's 0
                         else:
                             while j < n and 48 <= raw[j] <= 57:
                                 j += 1
-                        if j < n and (
-                            raw[j] == 46 or raw[j] == 101 or raw[j] == 69 or 48 <= raw[j] <= 57
-                        ):
-                            return ODD, start, n_rec, line  # a float, or a leading zero
+                        if j < n and raw[j] == 46:  # a fraction
+                            j += 1
+                            if j >= n or not (48 <= raw[j] <= 57):
+                                return ODD, start, n_rec, line
+                            while j < n and 48 <= raw[j] <= 57:
+                                j += 1
+                            plain = False
+                        if j < n and (raw[j] == 101 or raw[j] == 69):  # an exponent
+                            j += 1
+                            if j < n and (raw[j] == 43 or raw[j] == 45):
+                                j += 1
+                            if j >= n or not (48 <= raw[j] <= 57):
+                                return ODD, start, n_rec, line
+                            while j < n and 48 <= raw[j] <= 57:
+                                j += 1
+                            plain = False
+                        if j < n and 48 <= raw[j] <= 57:
+                            return ODD, start, n_rec, line  # a leading zero
                         if j - i > _MAX_INT_DIGITS:
                             return ODD, start, n_rec, line
-                        s = i
-                        e = j
+                        if plain:
+                            s = i
+                            e = j
+                        else:
+                            k = intern(raw, i, j, nslots, narena, nstarts, nstate, True)
+                            if k == -2:
+                                return NUMBER_ROOM, start, n_rec, line
+                            if k >= nmap.shape[0] or nmap[k] == UNSEEN:
+                                return NUMBER, start, n_rec, i
+                            if nmap[k] >= 0:
+                                ids[n_ids] = nmap[k]
+                                n_ids += 1
+                            s = e = 0
                         i = j
                     else:
                         return ODD, start, n_rec, line

@@ -134,14 +134,16 @@ class Interner:
         chunk: bytes,
         out: RecordBuilder,
         call: Callable[..., Any],
-        odd_line: Callable[[str], list[str]] | None = None,
+        other: Callable[[int, int, int, int, np.ndarray], tuple[int, int, int] | None]
+        | None = None,
     ) -> int:
         """Run a tokeniser over a chunk into `out`: call(raw, pos, n_ids, n_rec, ids, lengths)
         is the kernel with the table's arguments bound. The kernel's final status: OK (the
         records are committed, the new items published), or another (nothing is kept: another
-        path must read the chunk). With `odd_line` (a line parser), a line the kernel stops at
-        with ODD is read by it and the kernel goes on after it (`add_line`), unless such lines
-        are common in the chunk (then the whole chunk is the other path's: it is faster)."""
+        path must read the chunk). `other(status, pos, n_ids, n_rec, ids)` handles the kernel's
+        own statuses (e.g. a line it leaves to a line parser: `add_line`): it returns where to
+        go on, (n_ids, n_rec, pos), or None to give the chunk up; when such stops are common
+        in a chunk, the whole chunk is given up (the other path is faster then)."""
         kernel = self.kernel
         raw = np.frombuffer(chunk, dtype=np.uint8)
         hint = out.size_hint or 0
@@ -149,7 +151,7 @@ class Interner:
         lengths = self.record_lengths(chunk)
         self.sync()
         before = self.count
-        pos = n_ids = n_rec = odd = 0
+        pos = n_ids = n_rec = stops = 0
         while True:
             status, n_ids, n_rec, pos = call(raw, pos, n_ids, n_rec, ids, lengths)
             if status == kernel.OK:
@@ -158,11 +160,11 @@ class Interner:
                 lengths = self.more_lengths(chunk, n_rec)
             elif status == kernel.ROOM:
                 self.grow(1, 1 << 16)
-            elif status == kernel.ODD and odd_line is not None and odd < 64 + n_rec // 16:
-                odd += 1
+            elif other is not None and stops < 64 + n_rec // 16:
+                stops += 1
                 if n_rec == len(lengths):
                     lengths = self.more_lengths(chunk, n_rec)
-                got = self.add_line(chunk, pos, n_ids, n_rec, ids, odd_line)
+                got = other(int(status), pos, n_ids, n_rec, ids)
                 if got is None:
                     self.forget(before)
                     return int(status)
@@ -205,6 +207,13 @@ class Interner:
             self.grow(len(data), len(raw))
         self.lengths[n_rec] = stop - n_ids
         return stop, n_rec + 1, end + 1
+
+    def id_of(self, item: bytes) -> int:
+        """The id of one item (numbered next if new; -1: a declared vocabulary lacks it)."""
+        raw = np.frombuffer(item, dtype=np.uint8)
+        while (got := self.kernel.intern(raw, 0, len(raw), *self.tables(), self.open)) == -2:
+            self.grow(1, len(raw))
+        return int(got)
 
     def record_lengths(self, chunk: bytes) -> np.ndarray:
         """Scratch for a chunk's record lengths (grown when a kernel says FULL)."""

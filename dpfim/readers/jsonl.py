@@ -11,6 +11,7 @@ error) is read by the exact parser, line by line.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -79,9 +80,63 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
         except UnicodeDecodeError:
             return False
     kernel = table.kernel
+    numbers = _numbers(out)
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
         tables = table.tables()  # as they are now (growing replaces them)
-        return kernel.tokenize_jsonl(raw, pos, n_ids, n_rec, *tables, table.open, ids, lengths)
+        spelled = (*numbers.table.tables(), numbers.ids)
+        return kernel.tokenize_jsonl(
+            raw, pos, n_ids, n_rec, *tables, table.open, *spelled, ids, lengths
+        )
 
-    return bool(table.read(chunk, out, call, odd_line=parse_line) == kernel.OK)
+    def other(status: int, pos: int, n_ids: int, n_rec: int, ids: Any) -> Any:
+        if status == kernel.ODD:  # a line for the exact parser
+            return table.add_line(chunk, pos, n_ids, n_rec, ids, parse_line)
+        if status == kernel.NUMBER_ROOM:
+            numbers.table.grow(1, 1 << 12)
+            return n_ids, n_rec, chunk.rfind(b"\n", 0, pos) + 1
+        if status == kernel.NUMBER:  # pos: the token; then again from the line's start
+            token = _NUMBER.match(chunk, pos)
+            assert token is not None  # the kernel read one there
+            numbers.spell(token.group(), table)
+            return n_ids, n_rec, chunk.rfind(b"\n", 0, pos) + 1
+        return None
+
+    done = table.read(chunk, out, call, other) == kernel.OK
+    if not done:
+        numbers.ids.fill(kernel.UNSEEN)  # the ids it maps to may have been forgotten
+    return done
+
+
+_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+class _Numbers:
+    """JSON-lines numbers the compiled scanner does not spell itself ("-0", fractions,
+    exponents): their texts in a table like the item table, and for each the id of the item
+    the exact parser makes of it (UNSEEN until asked)."""
+
+    def __init__(self) -> None:
+        from dpfim.readers.interner import Interner
+        from dpfim.readers.records import Vocabulary
+
+        self.table = Interner(Vocabulary())
+        self.ids = np.zeros(0, dtype=np.int32)
+
+    def spell(self, text: bytes, items: Any) -> None:
+        """Map the number `text` to its item's id in `items` (an Interner), numbered now if new:
+        the exact parser's spelling, parse_line('[' + text + ']')."""
+        k = self.table.id_of(text)
+        if k >= len(self.ids):
+            grown = np.full(max(2 * len(self.ids), k + 1, 64), items.kernel.UNSEEN, np.int32)
+            grown[: len(self.ids)] = self.ids
+            self.ids = grown
+        (item,) = parse_line("[" + text.decode("ascii") + "]")
+        self.ids[k] = items.id_of(item.encode("utf-8"))
+
+
+def _numbers(out: RecordBuilder) -> _Numbers:
+    if "jsonl numbers" not in out.scratch:
+        out.scratch["jsonl numbers"] = _Numbers()
+    got: _Numbers = out.scratch["jsonl numbers"]
+    return got
