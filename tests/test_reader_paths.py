@@ -616,3 +616,31 @@ def test_jsonl_a_rare_odd_line_is_read_exactly_inside_a_compiled_chunk() -> None
     assert as_rows(records) == [sorted(set(e)) for e in expected]
     for item in ["1.5", "0", "-0.0", "1000.0", "0.25", "Infinity", "0.1", "é", "-1250.0", huge]:
         assert item in records.items
+
+
+def test_jsonl_numbers_are_spelled_in_batches_and_keep_first_appearance_order() -> None:
+    """More distinct non-integer numbers in a chunk than one batch of the number scan holds,
+    read compiled, each spelled as the exact parser spells it, ids in first-appearance order;
+    a declared vocabulary keeps only its own numbers."""
+    from dpfim.readers import jsonl
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    lines = [f'["s{k % 3}", {k}.5e0, {k % 10}.25, -0]' for k in range(70_000)]
+    chunk = ("\n".join(lines) + "\n").encode()
+    expected = [jsonl.parse_line(line) for line in lines]
+    mp = pytest.MonkeyPatch()
+    try:
+        force_fast_readers(mp)
+        out = RecordBuilder(Vocabulary())
+        jsonl.read_chunk(chunk, 1, "x", ",", out)
+        declared = RecordBuilder(Vocabulary(["3.25", "69999.5", "0", "s1"]))
+        jsonl.read_chunk(chunk, 1, "x", ",", declared)
+    finally:
+        mp.undo()
+    assert out.paths == {"compiled": 1} and declared.paths == {"compiled": 1}
+    records = out.build()
+    assert records.items == list(dict.fromkeys(i for items in expected for i in items))
+    assert as_rows(records) == [sorted(set(e)) for e in expected]
+    kept = declared.build()
+    assert as_rows(kept)[1] == ["0", "s1"] and as_rows(kept)[3] == ["0", "3.25"]
+    assert as_rows(kept)[69_999] == ["0", "69999.5"]

@@ -319,8 +319,7 @@ def group(records: np.ndarray, items: np.ndarray, n_records: int) -> tuple[np.nd
 
 
 ODD = 6  # a line the line parser reads (a doubled quote, a field past csv's size limit)
-NUMBER = 7  # JSON lines: a number token not in the number table's map yet (`detail`: where)
-NUMBER_ROOM = 8  # JSON lines: the number table needs more room
+NUMBER = 7  # JSON lines: a number the number table does not spell yet (go on from `detail`)
 _QUOTE = 34
 _SEP, _LF, _CR, _NUL, _QUOTED = 1, 2, 3, 4, 5  # byte kinds in tokenize_csv
 
@@ -591,6 +590,88 @@ def _unescape(raw: np.ndarray, s: int, e: int, buf: np.ndarray) -> int:
     return w
 
 
+@njit(cache=True, nogil=True)
+def number_texts(raw: np.ndarray, pos: int, spans: np.ndarray) -> tuple[int, int]:
+    """The JSON numbers that are not plain integers ("-0", a fraction, an exponent) outside
+    strings in raw[pos:], as (start, end) rows of spans, up to its length: (rows, where to go on
+    from). Each is a JSON number; a superset of those the scanner meets does no harm (the
+    caller only spells them), nor does bad JSON."""
+    n = raw.shape[0]
+    rows = 0
+    i = pos
+    in_string = False
+    while i < n:
+        c = raw[i]
+        if in_string:
+            if c == 92:
+                i += 2
+                continue
+            if c == 34 or c == 10:
+                in_string = False
+            i += 1
+            continue
+        if c == 34:
+            in_string = True
+            i += 1
+            continue
+        if not (c == 45 or 48 <= c <= 57):
+            i += 1
+            continue
+        j = i + 1 if c == 45 else i
+        if j >= n or not (48 <= raw[j] <= 57):
+            i = j
+            continue
+        plain = True
+        if raw[j] == 48:
+            j += 1
+            plain = c != 45
+        else:
+            while j < n and 48 <= raw[j] <= 57:
+                j += 1
+        if j + 1 < n and raw[j] == 46 and 48 <= raw[j + 1] <= 57:
+            j += 1
+            while j < n and 48 <= raw[j] <= 57:
+                j += 1
+            plain = False
+        if j < n and (raw[j] == 101 or raw[j] == 69):
+            k = j + 1
+            if k < n and (raw[k] == 43 or raw[k] == 45):
+                k += 1
+            if k < n and 48 <= raw[k] <= 57:
+                j = k
+                while j < n and 48 <= raw[j] <= 57:
+                    j += 1
+                plain = False
+        if not plain and j - i <= _MAX_INT_DIGITS:
+            if rows == spans.shape[0]:
+                return rows, i
+            spans[rows, 0] = i
+            spans[rows, 1] = j
+            rows += 1
+        i = j
+    return rows, n
+
+
+@njit(cache=True, nogil=True)
+def intern_each(
+    raw: np.ndarray,
+    bounds: np.ndarray,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """The id of each item raw[bounds[k]:bounds[k + 1]] into out[k] (numbered next if new);
+    how many were done before the table ran out of room."""
+    for k in range(bounds.shape[0] - 1):
+        got = intern(raw, bounds[k], bounds[k + 1], slots, arena, starts, state, True)
+        if got < 0:
+            return k
+        out[k] = got
+    return bounds.shape[0] - 1
+
+
 _MAX_INT_DIGITS = 1000  # longer JSON integers go to the exact parser (Python's int limits)
 
 
@@ -628,24 +709,25 @@ def tokenize_jsonl(
     narena: np.ndarray,
     nstarts: np.ndarray,
     nstate: np.ndarray,
-    nmap: np.ndarray,
+    spelled: np.ndarray,
+    spelled_at: np.ndarray,
     ids: np.ndarray,
     lengths: np.ndarray,
 ) -> tuple[int, int, int, int]:
     """JSON lines (valid UTF-8), the common case: each line a flat array of strings and
-    integers, spaces and tabs around; as `tokenize` otherwise. A string's item is its text
-    as json.loads decodes its escapes (`_unescape`), trimmed as str.strip() trims (empty: no
+    numbers, spaces and tabs around; as `tokenize` otherwise. A string's item is its text as
+    json.loads decodes its escapes (`_unescape`), trimmed as str.strip() trims (empty: no
     item); an integer's is its digits as written (json.dumps(int) gives them back: JSON has no
-    leading zeros); any other number ("-0", a fraction, an exponent) is looked up by its text in
-    the number table (nslots .. nstate, a table like the item table), whose map nmap gives the
-    item id the exact parser's spelling of it has (json.dumps(json.loads(text))); a text not
-    mapped yet stops the scan with NUMBER at the token (the caller maps it, then goes on from
-    the line's start). A blank line (str.isspace) is an empty record. A line with anything
-    else (a bad escape, a lone surrogate, a control character, nesting, a literal, bad JSON)
-    stops the scan at its start with ODD: the caller reads that line with
-    the exact parser (jsonl.parse_line; Interner.add_line) and goes on from the next, or gives
-    the chunk to it. NUL or a lone \\r: BAD_BYTE (the chunk to the exact parser, which names
-    the line).
+    leading zeros); any other number ("-0", a fraction, an exponent) is looked up by its text
+    in the number table (nslots .. nstate, a table like the item table), and its item is the
+    exact parser's spelling of number k, spelled[spelled_at[k]:spelled_at[k + 1]]; a text not
+    spelled yet stops the scan at its line with NUMBER (the caller spells the numbers from
+    there on, `number_texts`, and goes on from that line). A blank line (str.isspace) is an
+    empty record. A line with anything else (a bad escape, a lone surrogate, a control
+    character, nesting, a literal, bad JSON) stops the scan at its start with ODD: the caller
+    reads that line with the exact parser (jsonl.parse_line; Interner.add_line) and goes on
+    from the next, or gives the chunk to it. NUL or a lone \\r: BAD_BYTE (the chunk to the
+    exact parser, which names the line).
     """
     n = raw.shape[0]
     start = n_ids
@@ -748,13 +830,23 @@ def tokenize_jsonl(
                             s = i
                             e = j
                         else:
-                            k = intern(raw, i, j, nslots, narena, nstarts, nstate, True)
-                            if k == -2:
-                                return NUMBER_ROOM, start, n_rec, line
-                            if k >= nmap.shape[0] or nmap[k] == UNSEEN:
-                                return NUMBER, start, n_rec, i
-                            if nmap[k] >= 0:
-                                ids[n_ids] = nmap[k]
+                            k = intern(raw, i, j, nslots, narena, nstarts, nstate, False)
+                            if k < 0 or k + 1 >= spelled_at.shape[0]:
+                                return NUMBER, start, n_rec, line
+                            got = intern(
+                                spelled,
+                                spelled_at[k],
+                                spelled_at[k + 1],
+                                slots,
+                                arena,
+                                starts,
+                                state,
+                                open_vocab,
+                            )
+                            if got == -2:
+                                return ROOM, start, n_rec, line
+                            if got >= 0:
+                                ids[n_ids] = got
                                 n_ids += 1
                             s = e = 0
                         i = j

@@ -11,7 +11,6 @@ error) is read by the exact parser, line by line.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import numpy as np
@@ -84,55 +83,84 @@ def _compiled(chunk: bytes, out: RecordBuilder) -> bool:
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
         tables = table.tables()  # as they are now (growing replaces them)
-        spelled = (*numbers.table.tables(), numbers.ids)
         return kernel.tokenize_jsonl(
-            raw, pos, n_ids, n_rec, *tables, table.open, *spelled, ids, lengths
+            raw, pos, n_ids, n_rec, *tables, table.open, *numbers.tables(), ids, lengths
         )
 
     def other(status: int, pos: int, n_ids: int, n_rec: int, ids: Any) -> Any:
         if status == kernel.ODD:  # a line for the exact parser
             return table.add_line(chunk, pos, n_ids, n_rec, ids, parse_line)
-        if status == kernel.NUMBER_ROOM:
-            numbers.table.grow(1, 1 << 12)
-            return n_ids, n_rec, chunk.rfind(b"\n", 0, pos) + 1
-        if status == kernel.NUMBER:  # pos: the token; then again from the line's start
-            token = _NUMBER.match(chunk, pos)
-            assert token is not None  # the kernel read one there
-            numbers.spell(token.group(), table)
-            return n_ids, n_rec, chunk.rfind(b"\n", 0, pos) + 1
+        if status == kernel.NUMBER:  # spell the numbers from that line on, then go on there
+            numbers.spell_from(chunk, pos)
+            return n_ids, n_rec, pos
         return None
 
-    done = table.read(chunk, out, call, other) == kernel.OK
-    if not done:
-        numbers.ids.fill(kernel.UNSEEN)  # the ids it maps to may have been forgotten
-    return done
-
-
-_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+    return bool(table.read(chunk, out, call, other) == kernel.OK)
 
 
 class _Numbers:
-    """JSON-lines numbers the compiled scanner does not spell itself ("-0", fractions,
-    exponents): their texts in a table like the item table, and for each the id of the item
-    the exact parser makes of it (UNSEEN until asked)."""
+    """JSON-lines numbers other than plain integers ("-0", fractions, exponents) for the
+    compiled scanner: their texts in a table like the item table, and number k's item as the
+    exact parser spells it (json.dumps of json.loads(text)) at spelled[at[k]:at[k + 1]]. Only
+    spellings are kept, no ids, so nothing here depends on the order items are met in."""
 
     def __init__(self) -> None:
         from dpfim.readers.interner import Interner
         from dpfim.readers.records import Vocabulary
 
         self.table = Interner(Vocabulary())
-        self.ids = np.zeros(0, dtype=np.int32)
+        self.kernel = self.table.kernel
+        self.spelled = np.zeros(1 << 16, dtype=np.uint8)
+        self.at = np.zeros(1 << 12, dtype=np.int64)
 
-    def spell(self, text: bytes, items: Any) -> None:
-        """Map the number `text` to its item's id in `items` (an Interner), numbered now if new:
-        the exact parser's spelling, parse_line('[' + text + ']')."""
-        k = self.table.id_of(text)
-        if k >= len(self.ids):
-            grown = np.full(max(2 * len(self.ids), k + 1, 64), items.kernel.UNSEEN, np.int32)
-            grown[: len(self.ids)] = self.ids
-            self.ids = grown
-        (item,) = parse_line("[" + text.decode("ascii") + "]")
-        self.ids[k] = items.id_of(item.encode("utf-8"))
+    def tables(self) -> tuple[np.ndarray, ...]:
+        return (*self.table.tables(), self.spelled, self.at[: self.table.count + 1])
+
+    def spell_from(self, chunk: bytes, pos: int) -> None:
+        """Spell every number of chunk[pos:] the scanner will ask for (and perhaps more)."""
+        raw = np.frombuffer(chunk, dtype=np.uint8)
+        spans = np.empty((1 << 16, 2), dtype=np.int64)
+        while pos < len(chunk):
+            rows, pos = self.kernel.number_texts(raw, pos, spans)
+            self.spell(list(dict.fromkeys(chunk[a:b] for a, b in spans[:rows].tolist())))
+
+    def spell(self, texts: list[bytes]) -> None:
+        if not texts:
+            return
+        before = self.table.count
+        raw = np.frombuffer(b"".join(texts), dtype=np.uint8)
+        bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in texts], out=bounds[1:])
+        got = np.empty(len(texts), dtype=np.int64)
+        done = 0
+        while done < len(texts):
+            self.table.grow(len(texts) - done, int(bounds[-1] - bounds[done]))
+            done += self.kernel.intern_each(raw, bounds[done:], *self.table.tables(), got[done:])
+        new = [t for t, k in zip(texts, got.tolist(), strict=True) if k >= before]
+        if not new:
+            return
+        values = json.loads(b"[" + b",".join(new) + b"]")  # each text is a JSON number
+        data = [_spelling(v).encode("ascii") for v in values]
+        lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+        used, count = int(self.at[before]), before + len(new)
+        if count + 1 > len(self.at):
+            self.at = np.concatenate([self.at, np.zeros(max(len(self.at), count), np.int64)])
+        np.cumsum(lengths, out=self.at[before + 1 : count + 1])
+        self.at[before + 1 : count + 1] += used
+        end = int(self.at[count])
+        if end > len(self.spelled):
+            grown = np.zeros(max(2 * len(self.spelled), end), dtype=np.uint8)
+            grown[:used] = self.spelled[:used]
+            self.spelled = grown
+        self.spelled[used:end] = np.frombuffer(b"".join(data), dtype=np.uint8)
+
+
+def _spelling(value: int | float) -> str:
+    """What parse_line makes of a number json.loads gave (json.dumps, without its call)."""
+    if type(value) is int:
+        return int.__repr__(value)
+    text = float.__repr__(value)
+    return json.dumps(value) if text in ("inf", "-inf", "nan") else text
 
 
 def _numbers(out: RecordBuilder) -> _Numbers:
