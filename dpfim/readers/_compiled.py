@@ -653,23 +653,20 @@ def number_texts(raw: np.ndarray, pos: int, spans: np.ndarray) -> tuple[int, int
 
 
 @njit(cache=True, nogil=True)
-def intern_each(
+def intern_spans(
     raw: np.ndarray,
-    bounds: np.ndarray,
+    spans: np.ndarray,
     slots: np.ndarray,
     arena: np.ndarray,
     starts: np.ndarray,
     state: np.ndarray,
-    out: np.ndarray,
 ) -> int:
-    """The id of each item raw[bounds[k]:bounds[k + 1]] into out[k] (numbered next if new);
-    how many were done before the table ran out of room."""
-    for k in range(bounds.shape[0] - 1):
-        got = intern(raw, bounds[k], bounds[k + 1], slots, arena, starts, state, True)
-        if got < 0:
+    """Store each item raw[spans[k, 0]:spans[k, 1]] (numbered next if new); how many rows
+    were done before the table ran out of room."""
+    for k in range(spans.shape[0]):
+        if intern(raw, spans[k, 0], spans[k, 1], slots, arena, starts, state, True) < 0:
             return k
-        out[k] = got
-    return bounds.shape[0] - 1
+    return spans.shape[0]
 
 
 _MAX_INT_DIGITS = 1000  # longer JSON integers go to the exact parser (Python's int limits)

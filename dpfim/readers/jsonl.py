@@ -122,27 +122,28 @@ class _Numbers:
         spans = np.empty((1 << 16, 2), dtype=np.int64)
         while pos < len(chunk):
             rows, pos = self.kernel.number_texts(raw, pos, spans)
-            self.spell(list(dict.fromkeys(chunk[a:b] for a, b in spans[:rows].tolist())))
+            self.spell(raw, spans[:rows])
 
-    def spell(self, texts: list[bytes]) -> None:
-        if not texts:
+    def spell(self, raw: np.ndarray, spans: np.ndarray) -> None:
+        """Store the texts raw[a:b] of the (a, b) rows of `spans`, and spell the new ones."""
+        before, done = self.table.count, 0
+        while done < len(spans):
+            self.table.grow(len(spans) - done, int((spans[done:, 1] - spans[done:, 0]).sum()))
+            done += self.kernel.intern_spans(raw, spans[done:], *self.table.tables())
+        count = self.table.count
+        if count == before:
             return
-        before = self.table.count
-        raw = np.frombuffer(b"".join(texts), dtype=np.uint8)
-        bounds = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in texts], out=bounds[1:])
-        got = np.empty(len(texts), dtype=np.int64)
-        done = 0
-        while done < len(texts):
-            self.table.grow(len(texts) - done, int(bounds[-1] - bounds[done]))
-            done += self.kernel.intern_each(raw, bounds[done:], *self.table.tables(), got[done:])
-        new = [t for t, k in zip(texts, got.tolist(), strict=True) if k >= before]
-        if not new:
-            return
-        values = json.loads(b"[" + b",".join(new) + b"]")  # each text is a JSON number
-        data = [_spelling(v).encode("ascii") for v in values]
-        lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
-        used, count = int(self.at[before]), before + len(new)
+        cuts = self.table.starts[before : count + 1]
+        texts = np.insert(self.table.arena[cuts[0] : cuts[-1]], cuts[1:-1] - cuts[0], 44)
+        values = json.loads(b"[" + texts.tobytes() + b"]")  # each text is a JSON number
+        if all(type(v) is float for v in values):  # the common case, without a call each
+            spelled = list(map(float.__repr__, values))
+            if "inf" in spelled or "-inf" in spelled or "nan" in spelled:
+                spelled = [_spelling(v) for v in values]
+        else:
+            spelled = [_spelling(v) for v in values]
+        lengths = np.fromiter(map(len, spelled), dtype=np.int64, count=len(spelled))
+        used = int(self.at[before])
         if count + 1 > len(self.at):
             self.at = np.concatenate([self.at, np.zeros(max(len(self.at), count), np.int64)])
         np.cumsum(lengths, out=self.at[before + 1 : count + 1])
@@ -152,7 +153,7 @@ class _Numbers:
             grown = np.zeros(max(2 * len(self.spelled), end), dtype=np.uint8)
             grown[:used] = self.spelled[:used]
             self.spelled = grown
-        self.spelled[used:end] = np.frombuffer(b"".join(data), dtype=np.uint8)
+        self.spelled[used:end] = np.frombuffer("".join(spelled).encode("ascii"), np.uint8)
 
 
 def _spelling(value: int | float) -> str:
