@@ -136,7 +136,7 @@ class Interner:
                 self.forget(before)
                 return int(status)
         self.in_table = self.count  # the kernel entered and stored each name it numbered
-        out.commit(n_ids, lengths[:n_rec].copy())
+        out.commit(n_ids, lengths[:n_rec].astype(np.int32))  # kept until build: 4 bytes each
         return int(status)
 
     def record_lengths(self, chunk: bytes) -> np.ndarray:
