@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def spark_counts(path: Path | str, size: int, **kw: Any) -> SparkCounts:
     return count_file(SparkInput(src, fmt, sep, **kw), size)
 
 
-def named(items: list[str], itemsets: np.ndarray, counts: np.ndarray) -> list[Any]:
+def named(items: Sequence[str], itemsets: np.ndarray, counts: np.ndarray) -> list[Any]:
     """The ranking by item names, in order: ties too (item ids by first appearance in both)."""
     return [
         (tuple(items[int(i)] for i in row), int(c)) for row, c in zip(itemsets, counts, strict=True)
