@@ -600,13 +600,17 @@ def count_records(
             "counting passes over the records": sum(e.passes for e in engines),
         }
 
+    # both now: the record lengths (8 bytes a record) are not kept while counting
     lengths = np.diff(records.indptr)
+    usable = int((lengths >= min(sizes)).sum())
+    longest = int(lengths.max()) if len(lengths) else 0
+    del lengths
     return Opened(
         counts,
-        usable=int((lengths >= min(sizes)).sum()),
+        usable=usable,
         facts=facts,
         distinct_items=lambda: len(records.items),
-        longest_record=lambda: int(lengths.max()) if len(lengths) else 0,
+        longest_record=lambda: longest,
     )
 
 
