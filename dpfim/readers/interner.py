@@ -50,6 +50,7 @@ class Interner:
         self.kernel: Any = kernel
         self.vocab = vocab
         self.store = vocab.store
+        vocab.linked = True
         self.open = not vocab.declared
         self.slots = np.zeros((2 * _START_ITEMS, 4), dtype=np.uint64)
         self.in_table = 0  # the store's names 0..in_table-1 are in the table

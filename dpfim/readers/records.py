@@ -188,6 +188,7 @@ class Vocabulary:
         self.store = ItemStore()
         self._tail: list[str] = []  # ids store.count.., not packed yet
         self._index: dict[str, int] = {}  # complete for ids 0..len(_index)-1
+        self.linked = False  # a compiled reader's table extends the store (Interner)
         if declared is not None:
             self._tail = list(dict.fromkeys(s for s in (d.strip() for d in declared) if s))
             self._index = {item: i for i, item in enumerate(self._tail)}
@@ -214,12 +215,15 @@ class Vocabulary:
             self._tail = []
 
     def id_of(self, item: str) -> int:
-        n = len(self)
-        if len(self._index) < n:
-            self._catch_up()
-        got = self._index.get(item)
+        got = self._index.get(item)  # an indexed id is final: ids never change
         if got is not None:
             return got
+        n = len(self) if self.linked else len(self._tail)  # unlinked: nothing is packed
+        if len(self._index) < n:
+            self._catch_up()
+            got = self._index.get(item)
+            if got is not None:
+                return got
         if self.declared or not item:
             return -1
         self._index[item] = n
@@ -352,7 +356,8 @@ class RecordBuilder:
             np.cumsum(piece, out=part)
             part += indptr[at]
             at += len(piece)
-        _give_back_heap()
+        if indices.nbytes >= _TRIM_FROM:
+            _give_back_heap()
         return Records(self.vocab.items, indptr, indices)
 
 
@@ -373,6 +378,7 @@ def _give_back_heap() -> None:
 
 
 _TRIM: Any = None
+_TRIM_FROM = 64 << 20  # bytes of item ids: below, the freed heap is small (and re-faulting costs)
 
 
 def from_transactions(
