@@ -121,3 +121,26 @@ def test_compiled_read_holds_no_python_string_per_item(
     assert grew < n // 20, grew
     assert records.items[0] == values[0] and records.items[n - 1] == values[-1]
     assert list(records.items) == values
+
+
+def test_spark_block_ships_packed_names_and_reader_paths() -> None:
+    """A Spark block read by the compiled readers carries its packed names (and the reader
+    paths for `-v`) through pickling unchanged."""
+    read = pytest.importorskip("dpfim.engines.spark.read")
+    mp = pytest.MonkeyPatch()
+    try:
+        force_fast_readers(mp)
+        out = RecordBuilder(Vocabulary())
+        fimi.read_chunk(b"7 007 99999999999999999999\n007\n", 1, "x", ",", out)
+        records = out.build()
+    finally:
+        mp.undo()
+    block = read.Block(records, [("f", 0, 0, i) for i in range(3)], {"compiled": 1})
+    back = pickle.loads(pickle.dumps(block))
+    assert isinstance(back.records.items, PackedNames)
+    assert back.records.items == ["7", "007", "99999999999999999999"]
+    assert [back.records.record(k) for k in range(2)] == [
+        {"7", "007", "99999999999999999999"},
+        {"007"},
+    ]
+    assert back.paths == {"compiled": 1}
