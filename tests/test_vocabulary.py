@@ -8,6 +8,7 @@ import pickle
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from reader_paths import force_fast_readers, force_slow_readers
 
@@ -144,3 +145,27 @@ def test_spark_block_ships_packed_names_and_reader_paths() -> None:
         {"007"},
     ]
     assert back.paths == {"compiled": 1}
+
+
+def test_a_kernel_run_outside_read_is_published_once() -> None:
+    """A caller that runs a kernel on the table itself (not through Interner.read) publishes
+    the names it numbered: they are in the store once, and sync does not enter them again."""
+    from dpfim.readers.interner import Interner
+
+    vocab = Vocabulary()
+    table = Interner(vocab)
+    raw = np.frombuffer(b"7 007 7\n", dtype=np.uint8)
+    ids = np.zeros(8, dtype=np.int32)
+    lengths = np.zeros(4, dtype=np.int64)
+    before = table.count
+    status, n_ids, n_rec, _ = table.kernel.tokenize(
+        raw, 0, 0, 0, *table.tables(), table.open, table.value_cache(), ids, lengths
+    )
+    assert status == table.kernel.OK and (n_ids, n_rec) == (2, 1)
+    table.publish(before)
+    table.sync()
+    assert table.count == 2 and table.in_table == 2 and vocab.items == ["7", "007"]
+    assert bytes(table.arena[: table.starts[2]]) == b"7007"
+    assert vocab.id_of("007") == 1 and vocab.id_of("8") == 2
+    table.sync()  # "8" is packed and entered; the table then has each name once
+    assert int((table.slots[:, 1] != 0).sum()) == 3

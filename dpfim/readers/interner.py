@@ -69,6 +69,22 @@ class Interner:
     def count(self) -> int:
         return self.store.count
 
+    @property
+    def arena(self) -> np.ndarray:
+        """The store's bytes (name k is arena[starts[k]:starts[k + 1]], k < count)."""
+        return self.store.arena
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self.store.starts
+
+    def publish(self, before: int) -> None:
+        """Note that a kernel called outside `read` numbered the names since `before`: they are
+        in the store and the table already (nothing is copied; `sync` must not enter them
+        again)."""
+        del before
+        self.in_table = self.count
+
     def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The arguments the kernels take for the table, in their order."""
         store = self.store
