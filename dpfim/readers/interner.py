@@ -128,11 +128,21 @@ class Interner:
         old, self.slots = self.slots, np.zeros((size, 4), dtype=np.uint64)
         self.kernel.rehash(old, self.slots, below)
 
-    def read(self, chunk: bytes, out: RecordBuilder, call: Callable[..., Any]) -> int:
+    def read(
+        self,
+        chunk: bytes,
+        out: RecordBuilder,
+        call: Callable[..., Any],
+        other: Callable[[int, int, int, int, np.ndarray], tuple[int, int, int] | None]
+        | None = None,
+    ) -> int:
         """Run a tokeniser over a chunk into `out`: call(raw, pos, n_ids, n_rec, ids, lengths)
         is the kernel with the table's arguments bound. The kernel's final status: OK (the
         records are committed, the new items stored), or another (nothing is kept: another
-        path must read the chunk)."""
+        path must read the chunk). `other(status, pos, n_ids, n_rec, ids)` handles the kernel's
+        own statuses (e.g. a line it leaves to a line parser: `add_line`): it returns where to
+        go on, (n_ids, n_rec, pos), or None to give the chunk up; when such stops are common
+        in a chunk, the whole chunk is given up (the other path is faster then)."""
         kernel = self.kernel
         raw = np.frombuffer(chunk, dtype=np.uint8)
         hint = out.size_hint or 0
@@ -140,7 +150,7 @@ class Interner:
         lengths = self.record_lengths(chunk)
         self.sync()
         before = self.count
-        pos = n_ids = n_rec = 0
+        pos = n_ids = n_rec = stops = 0
         while True:
             status, n_ids, n_rec, pos = call(raw, pos, n_ids, n_rec, ids, lengths)
             if status == kernel.OK:
@@ -149,12 +159,60 @@ class Interner:
                 lengths = self.more_lengths(chunk, n_rec)
             elif status == kernel.ROOM:
                 self.grow(1, 1 << 16)
+            elif other is not None and stops < 64 + n_rec // 16:
+                stops += 1
+                if n_rec == len(lengths):
+                    lengths = self.more_lengths(chunk, n_rec)
+                got = other(int(status), pos, n_ids, n_rec, ids)
+                if got is None:
+                    self.forget(before)
+                    return int(status)
+                n_ids, n_rec, pos = got
             else:
                 self.forget(before)
                 return int(status)
         self.in_table = self.count  # the kernel entered and stored each name it numbered
         out.commit(n_ids, lengths[:n_rec].astype(np.int32))  # kept until build: 4 bytes each
         return int(status)
+
+    def add_line(
+        self,
+        chunk: bytes,
+        pos: int,
+        n_ids: int,
+        n_rec: int,
+        ids: np.ndarray,
+        parse: Callable[[str], list[str]],
+    ) -> tuple[int, int, int] | None:
+        """The line starting at chunk[pos] read by the line parser `parse` into record n_rec
+        (ids from ids[n_ids]), its items numbered in the order parse gives them (the order a
+        line parser numbers them in): (n_ids, n_rec, pos) after it, or None when the line is a
+        data error (NUL, a lone \\r, or what parse refuses: the line parser's path names it)."""
+        end = chunk.find(b"\n", pos)
+        end = len(chunk) if end < 0 else end
+        line = chunk[pos : end - 1 if end > pos and chunk[end - 1] == 13 else end]
+        if b"\r" in line or b"\0" in line:
+            return None
+        try:
+            items = parse(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        data = [item.encode("utf-8") for item in items]
+        bounds = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in data], out=bounds[1:])
+        raw = np.frombuffer(b"".join(data), dtype=np.uint8)
+        add = self.kernel.intern_record
+        while (stop := add(raw, bounds, *self.tables(), self.open, ids, n_ids)) < 0:
+            self.grow(len(data), len(raw))
+        self.lengths[n_rec] = stop - n_ids
+        return stop, n_rec + 1, end + 1
+
+    def id_of(self, item: bytes) -> int:
+        """The id of one item (numbered next if new; -1: a declared vocabulary lacks it)."""
+        raw = np.frombuffer(item, dtype=np.uint8)
+        while (got := self.kernel.intern(raw, 0, len(raw), *self.tables(), self.open)) == -2:
+            self.grow(1, len(raw))
+        return int(got)
 
     def record_lengths(self, chunk: bytes) -> np.ndarray:
         """Scratch for a chunk's record lengths (grown when a kernel says FULL)."""
