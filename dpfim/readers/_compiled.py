@@ -1,7 +1,7 @@
 """The compiled tokenisers (numba): one pass over a chunk of bytes straight to sorted,
 deduplicated item ids. Imported lazily (numba costs ~0.5 s to import) and only for big inputs;
 see dpfim/readers/fimi.py for the policy and dpfim/readers/interner.py for the Python side (the
-item table, kept in step with the Vocabulary).
+item table over the Vocabulary's packed names).
 
 Items map to ids through an open-addressing hash table over their bytes (`intern`): an item
 is its byte string, whatever it spells ("007" and "7" are two items, an id of any size is an
@@ -77,8 +77,8 @@ def intern(
 
     The table: `slots`, (2^k, 4) uint64, open addressing with linear probing; a slot holds the
     item's hash, id + 1 (0: empty) | length << 32, and its first 16 bytes (span_key). Item k's
-    bytes are also arena[starts[k]:starts[k + 1]] (longer items are compared there, and the
-    Vocabulary gets its new strings from there). state[0] is the number of items, state[1] the
+    bytes are arena[starts[k]:starts[k + 1]], the Vocabulary's ItemStore (longer items are
+    compared there; the names are held there only). state[0] is the number of items, state[1] the
     arena bytes used."""
     h, w0, w1 = span_key(raw, s, e)
     mask = slots.shape[0] - 1
@@ -143,20 +143,23 @@ def rehash(old: np.ndarray, new: np.ndarray, below: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def intern_all(
-    raw: np.ndarray,
-    bounds: np.ndarray,
-    slots: np.ndarray,
-    arena: np.ndarray,
-    starts: np.ndarray,
-    state: np.ndarray,
-) -> int:
-    """Store the items raw[bounds[k]:bounds[k + 1]] (known to be new, in this order); how many
-    were stored before the table ran out of room."""
-    for k in range(bounds.shape[0] - 1):
-        if intern(raw, bounds[k], bounds[k + 1], slots, arena, starts, state, True) < 0:
-            return int(k)
-    return int(bounds.shape[0] - 1)
+def insert_stored(
+    slots: np.ndarray, arena: np.ndarray, starts: np.ndarray, lo: int, hi: int
+) -> None:
+    """Enter the stored items lo..hi-1 (distinct, absent from the table; it has room) in the
+    table, as `intern` would have."""
+    mask = slots.shape[0] - 1
+    for k in range(lo, hi):
+        s = starts[k]
+        e = starts[k + 1]
+        h, w0, w1 = span_key(arena, s, e)
+        at = np.int64(h & np.uint64(mask))
+        while slots[at, 1] != 0:
+            at = (at + 1) & mask
+        slots[at, 0] = h
+        slots[at, 1] = (np.uint64(e - s) << np.uint64(32)) | np.uint64(k + 1)
+        slots[at, 2] = w0
+        slots[at, 3] = w1
 
 
 @njit(cache=True, nogil=True)

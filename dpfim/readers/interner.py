@@ -1,17 +1,18 @@
 """Item bytes -> ids in compiled code, in step with a Vocabulary (the compiled readers' side).
 
-An `Interner` holds the items of a Vocabulary once more as bytes, in a form the compiled
-tokenisers (dpfim/readers/_compiled.py) read and extend: one byte arena with the items back to
-back (item k is arena[starts[k]:starts[k + 1]]), their 64-bit hashes, and an open-addressing
-table of ids. Ids are the Vocabulary's: before a chunk, the items other paths added since the
-last sync are stored (`sync`); after it, the items the chunk numbered are appended to the
-Vocabulary in the same order (`publish`), so one item never gets two ids and ids stay in order
+An `Interner` is a hash table over the names in the Vocabulary's ItemStore (records.py: one
+byte arena with the names back to back, name k is arena[starts[k]:starts[k + 1]]), which the
+compiled tokenisers (dpfim/readers/_compiled.py) read and extend in place: 32-byte slots of
+(hash, id, length, first 16 bytes), open addressing. A name is stored once, in the store; the
+table only points at it. Ids are the Vocabulary's: before a chunk, the names other paths added
+since are packed into the store and entered in the table (`sync`); the names a chunk numbers
+are appended to the store by the kernel, so one item never gets two ids and ids stay in order
 of first appearance whichever path read which chunk.
 
 A tokeniser that runs out of room stops at the start of its current line and says so; `grow`
 makes room and it goes on from there (records are lines, so nothing is read twice into a
 record). A chunk given up on (a data error: the line parser reads it and names the line) is
-forgotten (`forget`): the items it numbered leave the table.
+forgotten (`forget`): the items it numbered leave the table and the store.
 
 Imports numba (through the kernels): construct one only for big inputs.
 """
@@ -19,7 +20,6 @@ Imports numba (through the kernels): construct one only for big inputs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -49,11 +49,12 @@ class Interner:
 
         self.kernel: Any = kernel
         self.vocab = vocab
+        self.store = vocab.store
+        vocab.linked = True
         self.open = not vocab.declared
         self.slots = np.zeros((2 * _START_ITEMS, 4), dtype=np.uint64)
-        self.starts = np.zeros(_START_ITEMS + 1, dtype=np.int64)
-        self.arena = np.zeros(_START_BYTES, dtype=np.uint8)
-        self.state = np.zeros(2, dtype=np.int64)  # items, arena bytes used
+        self.in_table = 0  # the store's names 0..in_table-1 are in the table
+        self.store.reserve(_START_ITEMS, _START_BYTES)
         self.lengths = np.zeros(0, dtype=np.int64)  # per-chunk record lengths (reused)
         self.lut = np.zeros(0, dtype=np.int32)  # FIMI: canonical value -> id, a cache
 
@@ -66,63 +67,61 @@ class Interner:
 
     @property
     def count(self) -> int:
-        return int(self.state[0])
+        return self.store.count
+
+    @property
+    def arena(self) -> np.ndarray:
+        """The store's bytes (name k is arena[starts[k]:starts[k + 1]], k < count)."""
+        return self.store.arena
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self.store.starts
+
+    def publish(self, before: int) -> None:
+        """Note that a kernel called outside `read` numbered the names since `before`: they are
+        in the store and the table already (nothing is copied; `sync` must not enter them
+        again)."""
+        del before
+        self.in_table = self.count
 
     def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The arguments the kernels take for the table, in their order."""
-        return self.slots, self.arena, self.starts, self.state
+        store = self.store
+        return self.slots, store.arena, store.starts, store.state
 
     def sync(self) -> None:
-        """Store the Vocabulary's items that are not in the table yet (other paths added them)."""
-        if self.count == len(self.vocab):
-            return
-        data = [s.encode("utf-8") for s in self.vocab.items[self.count :]]
-        raw = np.frombuffer(b"".join(data), dtype=np.uint8)
-        bounds = np.zeros(len(data) + 1, dtype=np.int64)
-        np.cumsum([len(d) for d in data], out=bounds[1:])
-        done = 0
-        while done < len(data):
-            self.grow(len(data) - done, int(bounds[-1] - bounds[done]))
-            done += self.kernel.intern_all(raw, bounds[done:], *self.tables())
+        """Pack the names other paths added into the store and enter every stored name the
+        table lacks."""
+        self.vocab.pack()
+        if self.in_table < self.count:
+            self.grow(0, 0)
+            self.kernel.insert_stored(
+                self.slots, self.store.arena, self.store.starts, self.in_table, self.count
+            )
+            self.in_table = self.count
         assert self.count == len(self.vocab)
 
     def grow(self, items: int = 1, size: int = 1) -> None:
         """Room for at least `items` more items of `size` more bytes (and at least double one of
         the tables that is full)."""
-        n, used = self.count, int(self.state[1])
+        n = self.count
         k = self.kernel
         slots = len(self.slots)
         while k.MAX_LOAD_DEN * (n + items + 1) > k.MAX_LOAD_NUM * slots:
             slots *= 2
         if slots != len(self.slots):
             self._rehash(slots, n)
-        if n + items + 2 > len(self.starts):
-            cap = max(2 * len(self.starts), n + items + 2)
-            self.starts = _grown(self.starts, cap, n + 1)
-        if used + size > len(self.arena):
-            self.arena = _grown(self.arena, max(2 * len(self.arena), used + size), used)
-
-    def publish(self, before: int) -> None:
-        """Append the items numbered since `before` to the Vocabulary (their ids are next)."""
-        n = self.count
-        if n == before:
-            return
-        base = int(self.starts[before])
-        data = self.arena[base : int(self.starts[n])].tobytes()
-        cuts = (self.starts[before : n + 1] - base).tolist()
-        if data.isascii():  # byte offsets are character offsets: one decode, then slices
-            text = data.decode("ascii")
-            self.vocab.append_new([text[a:b] for a, b in pairwise(cuts)])
-        else:
-            self.vocab.append_new([data[a:b].decode("utf-8") for a, b in pairwise(cuts)])
+        self.store.reserve(items, size)
 
     def forget(self, before: int) -> None:
         """Drop the items numbered since `before` (a chunk given up on)."""
+        self.in_table = min(self.in_table, before)
         if self.count == before:
             return
-        self.state[0] = before
-        self.state[1] = self.starts[before]
+        self.store.rewind(before)
         self._rehash(len(self.slots), before)
+        self.in_table = before
         self.lut.fill(self.kernel.UNSEEN)
 
     def _rehash(self, size: int, below: int) -> None:
@@ -139,7 +138,7 @@ class Interner:
     ) -> int:
         """Run a tokeniser over a chunk into `out`: call(raw, pos, n_ids, n_rec, ids, lengths)
         is the kernel with the table's arguments bound. The kernel's final status: OK (the
-        records are committed, the new items published), or another (nothing is kept: another
+        records are committed, the new items stored), or another (nothing is kept: another
         path must read the chunk). `other(status, pos, n_ids, n_rec, ids)` handles the kernel's
         own statuses (e.g. a line it leaves to a line parser: `add_line`): it returns where to
         go on, (n_ids, n_rec, pos), or None to give the chunk up; when such stops are common
@@ -172,8 +171,8 @@ class Interner:
             else:
                 self.forget(before)
                 return int(status)
-        self.publish(before)
-        out.commit(n_ids, lengths[:n_rec].copy())
+        self.in_table = self.count  # the kernel entered and stored each name it numbered
+        out.commit(n_ids, lengths[:n_rec].astype(np.int32))  # kept until build: 4 bytes each
         return int(status)
 
     def add_line(
@@ -227,9 +226,3 @@ class Interner:
         more[:have] = self.lengths[:have]
         self.lengths = more
         return more
-
-
-def _grown(arr: np.ndarray, size: int, keep: int) -> np.ndarray:
-    out = np.zeros(size, dtype=arr.dtype)
-    out[:keep] = arr[:keep]
-    return out
