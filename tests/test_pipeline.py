@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from reader_paths import force_fast_readers
-from test_reader_paths import FIMI_PIECES, JSON_PIECES, QUOTED_PIECES
+from test_reader_paths import FIMI_PIECES, JSON_PIECES, QUOTED_PIECES, clean_jsonl
 
 import dpfim.readers as readers
 from dpfim.errors import InputError
@@ -72,6 +72,25 @@ def test_two_threads_read_exactly_what_one_reads(
     )
     def check(lines: list[list[bytes]], chunk: int | None) -> None:
         content = b"\n".join(b"".join(line) for line in lines)
+        note(repr(content))
+        path.write_bytes(content)
+        one, two = both(monkeypatch, path, chunk, universe=universe)
+        assert two == one
+
+    check()
+
+
+@pytest.mark.parametrize("universe", [None, ["1.5", "0", "1000.0", "a", "é", "x"]])
+def test_two_threads_read_json_numbers_escapes_and_odd_lines_as_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, universe: list[str] | None
+) -> None:
+    """The JSON scanner's own stops (a number to spell, a line for the exact parser) are
+    handled in the workers' tables too: the same records, ids and errors as one thread."""
+    path = tmp_path / "f.jsonl"
+
+    @SETTINGS
+    @given(content=clean_jsonl(), chunk=st.sampled_from([None, 1, 9, 40]))
+    def check(content: bytes, chunk: int | None) -> None:
         note(repr(content))
         path.write_bytes(content)
         one, two = both(monkeypatch, path, chunk, universe=universe)

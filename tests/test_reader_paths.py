@@ -478,8 +478,8 @@ def test_jsonl_compiled_reads_like_the_exact_parser(
 
 
 def test_jsonl_compiled_path_is_taken_and_spells_items_as_json_loads() -> None:
-    """Guards the test above: strings and integers read compiled, each item the exact parser's
-    string; an escape gives the chunk to the exact parser, with the same ids."""
+    """Guards the test above: strings (escapes decoded) and integers read compiled, each item
+    the exact parser's string, with the same ids."""
     from dpfim.readers import jsonl
     from dpfim.readers.records import RecordBuilder, Vocabulary
 
@@ -494,11 +494,18 @@ def test_jsonl_compiled_path_is_taken_and_spells_items_as_json_loads() -> None:
         jsonl.read_chunk(b'["\\u0062", "c"]\n', 5, "x", ",", out)
     finally:
         mp.undo()
-    assert out.paths == {"compiled": 1, "json.loads": 1}
+    assert out.paths == {"compiled": 2}
     records = out.build()
     assert records.items == ["b", "1", "-25", "0", "12345678901234567890123", "c"]
     assert as_rows(records)[:4] == [sorted(set(e)) for e in expected]
     assert as_rows(records)[4] == ["b", "c"]
+
+
+# Strings with escapes: each kind json.loads decodes, surrogate pairs, escaped spaces that
+# str.strip() then trims, and bad ones (a lone surrogate, an unknown escape, short hex).
+ESCAPED = [r'"a\"b"', r'"\\"', r'"\/x"', r'"\b\f\n\r\t"', r'"\u00e9"', r'"\u00E9t\u00e9"']
+ESCAPED += [r'"\ud83d\ude00"', r'"\u3000a\u3000"', r'"\u0020b\u00a0"', r'"\u0000x"', r'"\n"']
+ESCAPED += [r'"x\u0085"', r'"\u2028"', r'"\ud800"', r'"\udc00x"', r'"\q"', r'"\u12"', r'"é\"é"']
 
 
 @st.composite
@@ -507,6 +514,8 @@ def clean_jsonl(draw: st.DrawFn) -> bytes:
     item = st.one_of(
         st.integers(-(10**30), 10**30).map(str),
         st.sampled_from(['"a"', '" a "', '"é"', '"\u3000x"', '""', '"SKU-1"', '"7"', "-0"]),
+        st.sampled_from(ESCAPED),
+        st.sampled_from(["1.5", "1e3", "-0.0", "[]", "null"]),  # a line the exact parser reads
     )
     space = st.sampled_from(["", " ", "\t", "  "])
     lines = []
@@ -546,25 +555,99 @@ def test_jsonl_compiled_reads_clean_lines_like_the_exact_parser(
     assert calls.count(True) > len(calls) // 3  # the compiled path did most of the reading
 
 
-def test_truncating_in_place_keeps_what_a_copy_keeps() -> None:
-    """read_records truncates its own fresh records in place (no second copy of the ids): the
-    same records as the copying truncation, for random records and keys."""
+def test_truncating_in_place_keeps_what_a_copy_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_records truncates its own fresh records in place (no second copy of the ids, the
+    kept ids moved left a block at a time): the same records as the copying truncation, for
+    random records and keys, blocks with and without dropped ids, many or few dropped."""
+    from dpfim.readers import records as records_mod
     from dpfim.readers.records import truncate, truncation_key
 
+    monkeypatch.setattr(records_mod, "_COMPACT_BLOCK", 97)  # many blocks, some without a drop
     rng = np.random.default_rng(23)
-    moved_in_place = 0
     for trial in range(30):
         rows = [
             sorted(set(rng.integers(0, 40, int(rng.integers(0, 30))).tolist())) for _ in range(50)
         ]
-        rows += [list(range(3))] * int(rng.integers(0, 200_000))  # few truncated: moved in place
+        rows += [list(range(3))] * int(rng.integers(0, 2_000))  # few truncated, far apart
+        rows = [rows[k] for k in rng.permutation(len(rows))]
         records = readers.from_transactions([[str(x) for x in r] for r in rows])
         key = truncation_key(seed=trial)
         limit = int(rng.integers(3, 12))
+        before = records.indptr.copy(), records.indices.copy()
         copied = truncate(records, limit, key)
+        assert np.array_equal(records.indptr, before[0])  # the copy leaves its input alone
+        assert np.array_equal(records.indices, before[1])
         fresh = Records(records.items, records.indptr.copy(), records.indices.copy())
         moved = truncate(fresh, limit, key, in_place=True)
         assert np.array_equal(moved.indptr, copied.indptr)
         assert np.array_equal(moved.indices, copied.indices)
-        moved_in_place += np.shares_memory(moved.indices, fresh.indices)
-    assert 3 < moved_in_place < 30  # both branches ran
+        if len(moved.indices) < len(records.indices):
+            assert np.shares_memory(moved.indices, fresh.indices)
+            assert moved.indptr is fresh.indptr
+
+
+def test_jsonl_a_rare_odd_line_is_read_exactly_inside_a_compiled_chunk() -> None:
+    """Numbers of every form read compiled, spelled as the exact parser spells them; a line
+    the scanner does not read (here an integer of over 1000 digits) is read by the exact
+    parser and the scan goes on after it (the chunk stays compiled, ids in first-appearance
+    order); a chunk where such lines are common is given to the exact parser whole (faster);
+    a line the exact parser refuses gives the chunk back, and the line parser names it."""
+    from dpfim.errors import InputError
+    from dpfim.readers import jsonl
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    plain = [f'["a{k % 7}", {k % 5}]' for k in range(400)]
+    huge = "9" * 1001
+    numbers = '["new", 1.5, -0, "a1", 1E3, -0.0, 2.50e-1, 1e400, 0.1, 1.5, "1.5"]'
+    lines = [*plain[:100], numbers, *plain[100:200], f'["x", {huge}]', *plain[200:]]
+    lines += ['[2.50, "\\u00e9", -12.5E+2, 1.0]']
+    expected = [jsonl.parse_line(line) for line in lines]
+    mp = pytest.MonkeyPatch()
+    try:
+        force_fast_readers(mp)
+        out = RecordBuilder(Vocabulary())
+        jsonl.read_chunk(("\n".join(lines) + "\n").encode(), 1, "x", ",", out)
+        assert out.paths == {"compiled": 1}
+        dense = RecordBuilder(Vocabulary())
+        dense_lines = [f"[{huge}, {k}]" for k in range(200)]
+        jsonl.read_chunk(("\n".join(dense_lines) + "\n").encode(), 1, "x", ",", dense)
+        assert dense.paths == {"json.loads": 1}
+        bad = RecordBuilder(Vocabulary())
+        with pytest.raises(InputError, match="x:3: not JSON"):
+            jsonl.read_chunk(b'["a"]\n[1.5]\n[1.5,]\n', 1, "x", ",", bad)
+    finally:
+        mp.undo()
+    records = out.build()
+    firsts = list(dict.fromkeys(item for items in expected for item in items))
+    assert records.items == firsts
+    assert as_rows(records) == [sorted(set(e)) for e in expected]
+    for item in ["1.5", "0", "-0.0", "1000.0", "0.25", "Infinity", "0.1", "é", "-1250.0", huge]:
+        assert item in records.items
+
+
+def test_jsonl_numbers_are_spelled_in_batches_and_keep_first_appearance_order() -> None:
+    """More distinct non-integer numbers in a chunk than one batch of the number scan holds,
+    read compiled, each spelled as the exact parser spells it, ids in first-appearance order;
+    a declared vocabulary keeps only its own numbers."""
+    from dpfim.readers import jsonl
+    from dpfim.readers.records import RecordBuilder, Vocabulary
+
+    lines = [f'["s{k % 3}", {k}.5e0, {k % 10}.25, -0]' for k in range(70_000)]
+    chunk = ("\n".join(lines) + "\n").encode()
+    expected = [jsonl.parse_line(line) for line in lines]
+    mp = pytest.MonkeyPatch()
+    try:
+        force_fast_readers(mp)
+        out = RecordBuilder(Vocabulary())
+        jsonl.read_chunk(chunk, 1, "x", ",", out)
+        declared = RecordBuilder(Vocabulary(["3.25", "69999.5", "0", "s1"]))
+        jsonl.read_chunk(chunk, 1, "x", ",", declared)
+    finally:
+        mp.undo()
+    assert out.paths == {"compiled": 1} and declared.paths == {"compiled": 1}
+    records = out.build()
+    assert records.items == list(dict.fromkeys(i for items in expected for i in items))
+    assert as_rows(records) == [sorted(set(e)) for e in expected]
+    kept = declared.build()
+    assert as_rows(kept)[1] == ["0", "s1"] and as_rows(kept)[3] == ["0", "3.25"]
+    assert as_rows(kept)[69_999] == ["0", "69999.5"]

@@ -255,30 +255,40 @@ class SupportIndex(TopDown):
         items = np.flatnonzero(self.item_support >= s_p)
         remap = np.full(self._n_items, -1, dtype=np.int32)
         remap[items] = np.arange(len(items), dtype=np.int32)
-        parts: list[np.ndarray] = []
-        lengths: list[np.ndarray] = []
+        # written in place: the projection's ids are at most the projected items' supports
+        # (a record keeps its projected items, or none), its records at most n; lengths go
+        # straight into indptr[1:], summed at the end (untouched room is never resident)
+        cols_out = np.empty(int(self.item_support[items].sum()), dtype=np.int32)
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        n_cols = n_rows = 0
         bar = self._bar(f"projecting (s={s_p})")
         for r0, r1 in self._batches(self._full):
             if self._kernels is not None:
-                base, stop = int(self._indptr[r0]), int(self._indptr[r1])
-                out_cols = self._buffer("cols", stop - base, np.int32)
-                out_lens = self._buffer("lens", r1 - r0, np.int64)
-                n_cols, n_rows = self._kernels.project(
-                    self._indptr, self._indices, remap, r0, r1, self.size, out_cols, out_lens
+                got_cols, got_rows = self._kernels.project(
+                    self._indptr,
+                    self._indices,
+                    remap,
+                    r0,
+                    r1,
+                    self.size,
+                    cols_out[n_cols:],
+                    indptr[1 + n_rows :],
                 )
-                cols, lens = out_cols[:n_cols].copy(), out_lens[:n_rows].copy()
             else:
                 cols, lens = self._project(self._full, remap, r0, r1, self.size)
-            parts.append(cols)
-            lengths.append(lens)
+                got_cols, got_rows = len(cols), len(lens)
+                cols_out[n_cols : n_cols + got_cols] = cols
+                indptr[1 + n_rows : 1 + n_rows + got_rows] = lens
+            n_cols += int(got_cols)
+            n_rows += int(got_rows)
             if bar is not None:
                 bar.update(r1 - r0)
         if bar is not None:
             bar.close()
         self.passes += 1
-        indptr = np.zeros(sum(len(x) for x in lengths) + 1, dtype=np.int64)
-        np.cumsum(np.concatenate(lengths), out=indptr[1:])
-        self._proj = _Source(indptr, np.concatenate(parts), items, s_p)
+        indptr = indptr[: n_rows + 1]
+        np.cumsum(indptr, out=indptr)
+        self._proj = _Source(indptr, cols_out[:n_cols], items, s_p)
         return self._proj
 
     def _count_level(
@@ -590,13 +600,17 @@ def count_records(
             "counting passes over the records": sum(e.passes for e in engines),
         }
 
+    # both now: the record lengths (8 bytes a record) are not kept while counting
     lengths = np.diff(records.indptr)
+    usable = int((lengths >= min(sizes)).sum())
+    longest = int(lengths.max()) if len(lengths) else 0
+    del lengths
     return Opened(
         counts,
-        usable=int((lengths >= min(sizes)).sum()),
+        usable=usable,
         facts=facts,
         distinct_items=lambda: len(records.items),
-        longest_record=lambda: int(lengths.max()) if len(lengths) else 0,
+        longest_record=lambda: longest,
     )
 
 

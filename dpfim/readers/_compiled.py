@@ -1,7 +1,7 @@
 """The compiled tokenisers (numba): one pass over a chunk of bytes straight to sorted,
 deduplicated item ids. Imported lazily (numba costs ~0.5 s to import) and only for big inputs;
 see dpfim/readers/fimi.py for the policy and dpfim/readers/interner.py for the Python side (the
-item table, kept in step with the Vocabulary).
+item table over the Vocabulary's packed names).
 
 Items map to ids through an open-addressing hash table over their bytes (`intern`): an item
 is its byte string, whatever it spells ("007" and "7" are two items, an id of any size is an
@@ -81,8 +81,8 @@ def intern(
 
     The table: `slots`, (2^k, 4) uint64, open addressing with linear probing; a slot holds the
     item's hash, id + 1 (0: empty) | length << 32, and its first 16 bytes (span_key). Item k's
-    bytes are also arena[starts[k]:starts[k + 1]] (longer items are compared there, and the
-    Vocabulary gets its new strings from there). state[0] is the number of items, state[1] the
+    bytes are arena[starts[k]:starts[k + 1]], the Vocabulary's ItemStore (longer items are
+    compared there; the names are held there only). state[0] is the number of items, state[1] the
     arena bytes used."""
     h, w0, w1 = span_key(raw, s, e)
     mask = slots.shape[0] - 1
@@ -163,20 +163,51 @@ def rehash(old: np.ndarray, new: np.ndarray, below: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def intern_all(
+def insert_stored(
+    slots: np.ndarray, arena: np.ndarray, starts: np.ndarray, lo: int, hi: int
+) -> None:
+    """Enter the stored items lo..hi-1 (distinct, absent from the table; it has room) in the
+    table, as `intern` would have."""
+    mask = slots.shape[0] - 1
+    for k in range(lo, hi):
+        s = starts[k]
+        e = starts[k + 1]
+        h, w0, w1 = span_key(arena, s, e)
+        at = np.int64(h & np.uint64(mask))
+        while slots[at, 1] != 0:
+            at = (at + 1) & mask
+        slots[at, 0] = h
+        slots[at, 1] = (np.uint64(e - s) << np.uint64(32)) | np.uint64(k + 1)
+        slots[at, 2] = w0
+        slots[at, 3] = w1
+
+
+@njit(cache=True, nogil=True)
+def intern_record(
     raw: np.ndarray,
     bounds: np.ndarray,
     slots: np.ndarray,
     arena: np.ndarray,
     starts: np.ndarray,
     state: np.ndarray,
+    open_vocab: bool,
+    ids: np.ndarray,
+    start: int,
 ) -> int:
-    """Store the items raw[bounds[k]:bounds[k + 1]] (known to be new, in this order); how many
-    were stored before the table ran out of room."""
+    """One record whose items (raw[bounds[k]:bounds[k + 1]], empty ones skipped) a line
+    parser gave: their ids into ids[start:], sorted, without duplicates; the new end, or -1
+    when the table has no room (grow it and call again: the items stored so far keep their
+    ids)."""
+    n_ids = start
     for k in range(bounds.shape[0] - 1):
-        if intern(raw, bounds[k], bounds[k + 1], slots, arena, starts, state, True) < 0:
-            return int(k)
-    return int(bounds.shape[0] - 1)
+        if bounds[k + 1] > bounds[k]:
+            got = intern(raw, bounds[k], bounds[k + 1], slots, arena, starts, state, open_vocab)
+            if got == -2:
+                return -1
+            if got >= 0:
+                ids[n_ids] = got
+                n_ids += 1
+    return _finish(ids, start, n_ids)
 
 
 @njit(cache=True, nogil=True)
@@ -311,6 +342,7 @@ def group(records: np.ndarray, items: np.ndarray, n_records: int) -> tuple[np.nd
 
 
 ODD = 6  # a line the line parser reads (a doubled quote, a field past csv's size limit)
+NUMBER = 7  # JSON lines: a number the number table does not spell yet (go on from `detail`)
 _QUOTE = 34
 _SEP, _LF, _CR, _NUL, _QUOTED = 1, 2, 3, 4, 5  # byte kinds in tokenize_csv
 
@@ -492,6 +524,174 @@ def tokenize_csv(
     return OK, n_ids, n_rec, 0
 
 
+@njit(cache=True, nogil=True)
+def _hex4(raw: np.ndarray, k: int, e: int) -> int:
+    """The value of the four hex digits raw[k:k + 4] (within e), or -1."""
+    if k + 4 > e:
+        return -1
+    v = 0
+    for t in range(k, k + 4):
+        c = raw[t]
+        if 48 <= c <= 57:
+            d = c - 48
+        elif 97 <= c <= 102:
+            d = c - 87
+        elif 65 <= c <= 70:
+            d = c - 55
+        else:
+            return -1
+        v = v * 16 + d
+    return v
+
+
+@njit(cache=True, nogil=True)
+def _unescape(raw: np.ndarray, s: int, e: int, buf: np.ndarray) -> int:
+    """The UTF-8 bytes of the JSON string body raw[s:e] (valid UTF-8, no raw control
+    characters) into buf, as json.loads decodes it; the length, or -1 for a bad escape or a
+    lone surrogate (json.loads accepts one; jsonl.parse_line refuses it: the exact parser says
+    so). buf holds at least e - s bytes: an escape never decodes to more bytes than it has."""
+    w = 0
+    k = s
+    while k < e:
+        c = raw[k]
+        if c != 92:
+            buf[w] = c
+            w += 1
+            k += 1
+            continue
+        if k + 1 >= e:
+            return -1
+        c = raw[k + 1]
+        k += 2
+        if c == 34 or c == 92 or c == 47:  # " \\ /
+            buf[w] = c
+        elif c == 98:
+            buf[w] = 8
+        elif c == 102:
+            buf[w] = 12
+        elif c == 110:
+            buf[w] = 10
+        elif c == 114:
+            buf[w] = 13
+        elif c == 116:
+            buf[w] = 9
+        elif c == 117:  # \\uXXXX; a surrogate pair is two of them
+            cp = _hex4(raw, k, e)
+            if cp < 0:
+                return -1
+            k += 4
+            if 0xD800 <= cp <= 0xDBFF:
+                if k + 6 > e or raw[k] != 92 or raw[k + 1] != 117:
+                    return -1
+                low = _hex4(raw, k + 2, e)
+                if not 0xDC00 <= low <= 0xDFFF:
+                    return -1
+                k += 6
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+            elif 0xDC00 <= cp <= 0xDFFF:
+                return -1
+            if cp < 0x80:
+                buf[w] = cp
+            elif cp < 0x800:
+                buf[w] = 0xC0 | (cp >> 6)
+                buf[w + 1] = 0x80 | (cp & 0x3F)
+                w += 1
+            elif cp < 0x10000:
+                buf[w] = 0xE0 | (cp >> 12)
+                buf[w + 1] = 0x80 | ((cp >> 6) & 0x3F)
+                buf[w + 2] = 0x80 | (cp & 0x3F)
+                w += 2
+            else:
+                buf[w] = 0xF0 | (cp >> 18)
+                buf[w + 1] = 0x80 | ((cp >> 12) & 0x3F)
+                buf[w + 2] = 0x80 | ((cp >> 6) & 0x3F)
+                buf[w + 3] = 0x80 | (cp & 0x3F)
+                w += 3
+        else:
+            return -1
+        w += 1
+    return w
+
+
+@njit(cache=True, nogil=True)
+def number_texts(raw: np.ndarray, pos: int, spans: np.ndarray) -> tuple[int, int]:
+    """The JSON numbers that are not plain integers ("-0", a fraction, an exponent) outside
+    strings in raw[pos:], as (start, end) rows of spans, up to its length: (rows, where to go on
+    from). Each is a JSON number; a superset of those the scanner meets does no harm (the
+    caller only spells them), nor does bad JSON."""
+    n = raw.shape[0]
+    rows = 0
+    i = pos
+    in_string = False
+    while i < n:
+        c = raw[i]
+        if in_string:
+            if c == 92:
+                i += 2
+                continue
+            if c == 34 or c == 10:
+                in_string = False
+            i += 1
+            continue
+        if c == 34:
+            in_string = True
+            i += 1
+            continue
+        if not (c == 45 or 48 <= c <= 57):
+            i += 1
+            continue
+        j = i + 1 if c == 45 else i
+        if j >= n or not (48 <= raw[j] <= 57):
+            i = j
+            continue
+        plain = True
+        if raw[j] == 48:
+            j += 1
+            plain = c != 45
+        else:
+            while j < n and 48 <= raw[j] <= 57:
+                j += 1
+        if j + 1 < n and raw[j] == 46 and 48 <= raw[j + 1] <= 57:
+            j += 1
+            while j < n and 48 <= raw[j] <= 57:
+                j += 1
+            plain = False
+        if j < n and (raw[j] == 101 or raw[j] == 69):
+            k = j + 1
+            if k < n and (raw[k] == 43 or raw[k] == 45):
+                k += 1
+            if k < n and 48 <= raw[k] <= 57:
+                j = k
+                while j < n and 48 <= raw[j] <= 57:
+                    j += 1
+                plain = False
+        if not plain and j - i <= _MAX_INT_DIGITS:
+            if rows == spans.shape[0]:
+                return rows, i
+            spans[rows, 0] = i
+            spans[rows, 1] = j
+            rows += 1
+        i = j
+    return rows, n
+
+
+@njit(cache=True, nogil=True)
+def intern_spans(
+    raw: np.ndarray,
+    spans: np.ndarray,
+    slots: np.ndarray,
+    arena: np.ndarray,
+    starts: np.ndarray,
+    state: np.ndarray,
+) -> int:
+    """Store each item raw[spans[k, 0]:spans[k, 1]] (numbered next if new); how many rows
+    were done before the table ran out of room."""
+    for k in range(spans.shape[0]):
+        if intern(raw, spans[k, 0], spans[k, 1], slots, arena, starts, state, True) < 0:
+            return k
+    return spans.shape[0]
+
+
 _MAX_INT_DIGITS = 1000  # longer JSON integers go to the exact parser (Python's int limits)
 
 
@@ -525,20 +725,34 @@ def tokenize_jsonl(
     starts: np.ndarray,
     state: np.ndarray,
     open_vocab: bool,
+    nslots: np.ndarray,
+    narena: np.ndarray,
+    nstarts: np.ndarray,
+    nstate: np.ndarray,
+    spelled: np.ndarray,
+    spelled_at: np.ndarray,
     ids: np.ndarray,
     lengths: np.ndarray,
 ) -> tuple[int, int, int, int]:
-    """JSON lines (valid UTF-8), the common case: each line a flat array of strings without
-    escapes and of integers, spaces and tabs around; as `tokenize` otherwise. A string's item
-    is its text trimmed as str.strip() trims (empty: no item), an integer's is its digits as
-    written (json.dumps(int) gives them back: JSON has no leading zeros; "-0" aside), a blank
-    line (str.isspace) is an empty record. Anything else (an escape, a float, "-0", a control
-    character, nesting, a literal, bad JSON: ODD; NUL or a lone \\r: BAD_BYTE) gives the chunk
-    to the exact parser (jsonl.parse_line), which reads it or names the line.
+    """JSON lines (valid UTF-8), the common case: each line a flat array of strings and
+    numbers, spaces and tabs around; as `tokenize` otherwise. A string's item is its text as
+    json.loads decodes its escapes (`_unescape`), trimmed as str.strip() trims (empty: no
+    item); an integer's is its digits as written (json.dumps(int) gives them back: JSON has no
+    leading zeros); any other number ("-0", a fraction, an exponent) is looked up by its text
+    in the number table (nslots .. nstate, a table like the item table), and its item is the
+    exact parser's spelling of number k, spelled[spelled_at[k]:spelled_at[k + 1]]; a text not
+    spelled yet stops the scan at its line with NUMBER (the caller spells the numbers from
+    there on, `number_texts`, and goes on from that line). A blank line (str.isspace) is an
+    empty record. A line with anything else (a bad escape, a lone surrogate, a control
+    character, nesting, a literal, bad JSON) stops the scan at its start with ODD: the caller
+    reads that line with the exact parser (jsonl.parse_line; Interner.add_line) and goes on
+    from the next, or gives the chunk to it. NUL or a lone \\r: BAD_BYTE (the chunk to the
+    exact parser, which names the line).
     """
     n = raw.shape[0]
     start = n_ids
     line = pos
+    buf = np.empty(64, dtype=np.uint8)  # a string with escapes, decoded
     while line < n:
         i = _json_space(raw, line, n)
         end = _line_end(raw, i, n)
@@ -553,7 +767,7 @@ def tokenize_jsonl(
             stop = j - 1 if raw[j - 1] == 13 else j
             s, e = trim(raw, i, stop)
             if e > s:
-                return ODD, n_ids, n_rec, i
+                return ODD, start, n_rec, line
             i = j
         elif end == 0:
             i = _json_space(raw, i + 1, n)
@@ -562,40 +776,102 @@ def tokenize_jsonl(
             else:
                 while True:
                     if i >= n:
-                        return ODD, n_ids, n_rec, i
+                        return ODD, start, n_rec, line
                     c = raw[i]
                     if c == 34:  # a string
                         j = i + 1
+                        escaped = False
                         while j < n and raw[j] != 34:
-                            if raw[j] == 92 or raw[j] < 32:  # an escape, a control character
-                                return ODD, n_ids, n_rec, j
+                            if raw[j] < 32:  # a control character
+                                return ODD, start, n_rec, line
+                            if raw[j] == 92:  # an escape: the character after it is its own
+                                if j + 1 >= n or raw[j + 1] < 32:
+                                    return ODD, start, n_rec, line
+                                escaped = True
+                                j += 1
                             j += 1
                         if j >= n:
-                            return ODD, n_ids, n_rec, i
-                        s, e = trim(raw, i + 1, j)
+                            return ODD, start, n_rec, line
+                        if escaped:
+                            if buf.shape[0] < j - i:
+                                buf = np.empty(2 * (j - i), dtype=np.uint8)
+                            m = _unescape(raw, i + 1, j, buf)
+                            if m < 0:  # a bad escape, a lone surrogate: the exact parser's
+                                return ODD, start, n_rec, line
+                            s, e = trim(buf, 0, m)
+                            got = (
+                                -3
+                                if e <= s
+                                else intern(buf, s, e, slots, arena, starts, state, open_vocab)
+                            )
+                        else:
+                            s, e = trim(raw, i + 1, j)
+                            got = -3
                         i = j + 1
-                    elif c == 45 or 48 <= c <= 57:  # an integer
+                        if got != -3:
+                            if got == -2:
+                                return ROOM, start, n_rec, line
+                            if got >= 0:
+                                ids[n_ids] = got
+                                n_ids += 1
+                            s = e = 0  # interned already
+                    elif c == 45 or 48 <= c <= 57:  # a number
                         j = i + 1 if c == 45 else i
                         if j >= n or not (48 <= raw[j] <= 57):
-                            return ODD, n_ids, n_rec, i
+                            return ODD, start, n_rec, line
+                        plain = True  # digits as written are the exact parser's item
                         if raw[j] == 48:
                             j += 1
-                            if c == 45:
-                                return ODD, n_ids, n_rec, i  # "-0": json.dumps gives "0"
+                            plain = c != 45  # "-0": the exact parser's 0
                         else:
                             while j < n and 48 <= raw[j] <= 57:
                                 j += 1
-                        if j < n and (
-                            raw[j] == 46 or raw[j] == 101 or raw[j] == 69 or 48 <= raw[j] <= 57
-                        ):
-                            return ODD, n_ids, n_rec, j  # a float, or a leading zero
+                        if j < n and raw[j] == 46:  # a fraction
+                            j += 1
+                            if j >= n or not (48 <= raw[j] <= 57):
+                                return ODD, start, n_rec, line
+                            while j < n and 48 <= raw[j] <= 57:
+                                j += 1
+                            plain = False
+                        if j < n and (raw[j] == 101 or raw[j] == 69):  # an exponent
+                            j += 1
+                            if j < n and (raw[j] == 43 or raw[j] == 45):
+                                j += 1
+                            if j >= n or not (48 <= raw[j] <= 57):
+                                return ODD, start, n_rec, line
+                            while j < n and 48 <= raw[j] <= 57:
+                                j += 1
+                            plain = False
+                        if j < n and 48 <= raw[j] <= 57:
+                            return ODD, start, n_rec, line  # a leading zero
                         if j - i > _MAX_INT_DIGITS:
-                            return ODD, n_ids, n_rec, i
-                        s = i
-                        e = j
+                            return ODD, start, n_rec, line
+                        if plain:
+                            s = i
+                            e = j
+                        else:
+                            k = intern(raw, i, j, nslots, narena, nstarts, nstate, False)
+                            if k < 0 or k + 1 >= spelled_at.shape[0]:
+                                return NUMBER, start, n_rec, line
+                            got = intern(
+                                spelled,
+                                spelled_at[k],
+                                spelled_at[k + 1],
+                                slots,
+                                arena,
+                                starts,
+                                state,
+                                open_vocab,
+                            )
+                            if got == -2:
+                                return ROOM, start, n_rec, line
+                            if got >= 0:
+                                ids[n_ids] = got
+                                n_ids += 1
+                            s = e = 0
                         i = j
                     else:
-                        return ODD, n_ids, n_rec, i
+                        return ODD, start, n_rec, line
                     if e > s:
                         got = intern(raw, s, e, slots, arena, starts, state, open_vocab)
                         if got == -2:
@@ -610,13 +886,13 @@ def tokenize_jsonl(
                     if i < n and raw[i] == 93:
                         i += 1
                         break
-                    return ODD, n_ids, n_rec, i
+                    return ODD, start, n_rec, line
             i = _json_space(raw, i, n)
             end = _line_end(raw, i, n)
             if end < 0:
                 return BAD_BYTE, n_ids, n_rec, i
             if end == 0:
-                return ODD, n_ids, n_rec, i
+                return ODD, start, n_rec, line
             if i < n and raw[i] == 13:
                 i += 1
         elif i < n and raw[i] == 13:

@@ -40,7 +40,9 @@ def parse_line(line: str, sep: str) -> list[str]:
 
 
 FAST_FROM = 1 << 20  # chunk bytes from which the whole-chunk split pays
-COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
+# Input bytes from which the compiled tokeniser pays for its import: whole processes
+# cross over near 20 MB (docs/performance.md, "The fallbacks that remain").
+COMPILED_FROM = 16 << 20
 
 
 def read_chunk(

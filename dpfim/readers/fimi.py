@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from dpfim.readers.interner import Interner
 
 _LINE = re.compile(r"[0-9 \t]*")
-COMPILED_FROM = 32 << 20  # input bytes from which the compiled tokeniser pays for its import
+# Input bytes from which the compiled tokeniser pays for its import: whole processes
+# cross over near 7-10 MB (docs/performance.md, "The fallbacks that remain").
+COMPILED_FROM = 8 << 20
 _POW10 = 10 ** np.arange(18, dtype=np.int64)
 _WIDTH_BITS = 5  # token width (<= 17) is packed below the value: key = value * 32 + width
 

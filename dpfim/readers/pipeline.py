@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfim.readers.interner import Interner, interner
+from dpfim.readers.interner import Interner, interner, stops_left
 from dpfim.readers.records import RecordBuilder, Vocabulary
 
 ENABLED: bool | None = None  # None: when a core is idle (`worth_it`); True/False: always/never
@@ -81,20 +81,33 @@ def scan(chunk: bytes, sep: str, kernel_call: KernelCall) -> Scanned | None:
     raw = np.frombuffer(chunk, dtype=np.uint8)
     ids = np.empty(len(chunk) // 2 + 1, dtype=np.int32)  # items are separated: a bound
     lengths = np.empty(min(len(chunk) // 8, 1 << 22) + 1, dtype=np.int64)
-    pos = n_ids = n_rec = 0
+    other = getattr(call, "other", None)  # a Scan's handler of the kernel's own statuses
+    pos = n_ids = n_rec = stops = 0
     while True:
         status, n_ids, n_rec, pos = call(raw, pos, n_ids, n_rec, ids, lengths)
         if status == kernel.OK:
             break
         if status == kernel.FULL:
-            more = np.empty(max(chunk.count(b"\n") + 1, 2 * len(lengths)), dtype=np.int64)
-            more[:n_rec] = lengths[:n_rec]
-            lengths = more
+            lengths = _longer(lengths, chunk, n_rec)
         elif status == kernel.ROOM:
             table.grow(1, 1 << 16)
+        elif other is not None and stops_left(stops, n_rec):
+            stops += 1
+            if n_rec == len(lengths):
+                lengths = _longer(lengths, chunk, n_rec)
+            got = other(int(status), pos, n_ids, n_rec, ids, lengths)
+            if got is None:
+                return None
+            n_ids, n_rec, pos = got
         else:
             return None
     return Scanned(ids, lengths[:n_rec].copy(), n_ids, table.arena, table.starts, table.count)
+
+
+def _longer(lengths: np.ndarray, chunk: bytes, have: int) -> np.ndarray:
+    more = np.empty(max(chunk.count(b"\n") + 1, 2 * len(lengths)), dtype=np.int64)
+    more[:have] = lengths[:have]
+    return more
 
 
 def merge(got: Scanned, out: RecordBuilder, table: Interner) -> None:

@@ -9,9 +9,12 @@ which changes no count and no selection probability: ties are broken uniformly a
 from __future__ import annotations
 
 import hashlib
+import operator
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, overload
 
 import numpy as np
 
@@ -27,11 +30,13 @@ _RESERVE_MAX = 1 << 28  # ids (1 GiB of address space) in one buffer at most
 class Records:
     """Transactions as a CSR matrix of item ids.
 
-    items[i] is the canonical (trimmed) string of item id i. Record k holds the item ids
-    indices[indptr[k]:indptr[k + 1]], sorted ascending and without duplicates.
+    items[i] is the canonical (trimmed) string of item id i (a list, or for inputs read by the
+    compiled readers a PackedNames: the same strings, held as bytes and decoded when asked).
+    Record k holds the item ids indices[indptr[k]:indptr[k + 1]], sorted ascending and without
+    duplicates.
     """
 
-    items: list[str]
+    items: Sequence[str]
     indptr: np.ndarray  # int64, length n + 1
     indices: np.ndarray  # int32
 
@@ -44,48 +49,207 @@ class Records:
         return {self.items[i] for i in self.indices[self.indptr[k] : self.indptr[k + 1]]}
 
 
+_DECODE_BLOCK = 1 << 16  # names decoded at once when iterating a PackedNames
+
+
+def _decode(arena: np.ndarray, starts: np.ndarray, lo: int, hi: int) -> list[str]:
+    """The names lo..hi-1 of a packed table, decoded in one step (ASCII: one decode, slices)."""
+    if hi <= lo:
+        return []
+    base = int(starts[lo])
+    data = arena[base : int(starts[hi])].tobytes()
+    cuts = (starts[lo : hi + 1] - base).tolist()
+    if data.isascii():  # byte offsets are character offsets
+        text = data.decode("ascii")
+        return [text[a:b] for a, b in pairwise(cuts)]
+    return [data[a:b].decode("utf-8") for a, b in pairwise(cuts)]
+
+
+class ItemStore:
+    """Item names packed as UTF-8 bytes, back to back: name k is arena[starts[k]:starts[k + 1]];
+    state = [names, bytes used]. The layout the compiled tokenisers extend in place
+    (dpfim/readers/interner.py): a name they number is stored once, here, and becomes a Python
+    string only when asked for. The arrays are grown by doubling (replaced: hold the store,
+    not its arrays)."""
+
+    def __init__(self) -> None:
+        self.arena = np.zeros(0, dtype=np.uint8)
+        self.starts = np.zeros(1, dtype=np.int64)
+        self.state = np.zeros(2, dtype=np.int64)
+
+    @property
+    def count(self) -> int:
+        return int(self.state[0])
+
+    def reserve(self, items: int, size: int) -> None:
+        """Room for `items` more names of `size` more bytes (and one spare start)."""
+        n, used = self.count, int(self.state[1])
+        if n + items + 2 > len(self.starts):
+            cap = max(2 * len(self.starts), n + items + 2)
+            self.starts = _grown(self.starts, cap, n + 1)
+        if used + size > len(self.arena):
+            self.arena = _grown(self.arena, max(2 * len(self.arena), used + size), used)
+
+    def extend(self, names: Sequence[str]) -> None:
+        """Append names (in this order: they are the next ids)."""
+        if not names:
+            return
+        data = [s.encode("utf-8") for s in names]
+        raw = b"".join(data)
+        self.reserve(len(data), len(raw))
+        n, used = self.count, int(self.state[1])
+        self.arena[used : used + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        ends = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+        np.cumsum(ends, out=ends)
+        self.starts[n + 1 : n + 1 + len(data)] = ends + used
+        self.state[0] = n + len(data)
+        self.state[1] = used + len(raw)
+
+    def rewind(self, count: int) -> None:
+        """Forget the names from id `count` on."""
+        self.state[0] = count
+        self.state[1] = self.starts[count]
+
+    def trim(self) -> None:
+        """Give back the room grown for names that never came (the arrays are copied)."""
+        n, used = self.count, int(self.state[1])
+        if len(self.arena) > used:
+            self.arena = self.arena[:used].copy()
+        if len(self.starts) > n + 1:
+            self.starts = self.starts[: n + 1].copy()
+
+    def names(self, lo: int, hi: int) -> list[str]:
+        return _decode(self.arena, self.starts, lo, hi)
+
+
+class PackedNames(Sequence[str]):
+    """The item names of a Records read (partly) by the compiled readers: the ItemStore's
+    packed bytes (ids 0..len(starts)-2), then any names other paths added after them, as
+    strings. A name is decoded when it is asked for (released itemsets, `-v` lines); the
+    vocabulary of a big input is never a Python object per item unless something iterates it.
+    Compares equal to a list of the same strings."""
+
+    __slots__ = ("arena", "starts", "tail")
+
+    def __init__(self, arena: np.ndarray, starts: np.ndarray, tail: list[str]) -> None:
+        self.arena, self.starts, self.tail = arena, starts, tail
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1 + len(self.tail)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        k = operator.index(i)
+        packed = len(self.starts) - 1
+        if k < 0:
+            k += len(self)
+        if 0 <= k < packed:
+            return self.arena[self.starts[k] : self.starts[k + 1]].tobytes().decode("utf-8")
+        if packed <= k < len(self):
+            return self.tail[k - packed]
+        raise IndexError(f"item id {i} out of range")
+
+    def __iter__(self) -> Iterator[str]:
+        packed = len(self.starts) - 1
+        for lo in range(0, packed, _DECODE_BLOCK):
+            yield from _decode(self.arena, self.starts, lo, min(lo + _DECODE_BLOCK, packed))
+        yield from self.tail
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedNames({len(self)} items)"
+
+
 class Vocabulary:
     """Item string -> id. Open: ids by first appearance. Declared: the declared items only;
-    anything else maps to -1 (dropped), as does the empty string."""
+    anything else maps to -1 (dropped), as does the empty string.
+
+    Names are held once: those the compiled readers numbered as bytes in `store` (an
+    ItemStore, which they extend in place), those the other paths numbered as strings after
+    them (`pack` moves these into the store: the compiled readers do before a chunk). The
+    string -> id index is built only when a path asks it (id_of): a big input read by the
+    compiled readers alone never builds it, nor any Python string per item."""
 
     def __init__(self, declared: Sequence[str] | None = None) -> None:
         self.declared = declared is not None
-        self.items: list[str] = []
-        self._index: dict[str, int] = {}
+        self.store = ItemStore()
+        self._tail: list[str] = []  # ids store.count.., not packed yet
+        self._index: dict[str, int] = {}  # complete for ids 0..len(_index)-1
+        self.linked = False  # a compiled reader's table extends the store (Interner)
         if declared is not None:
-            self.items = list(dict.fromkeys(s for s in (d.strip() for d in declared) if s))
-            self._index = {item: i for i, item in enumerate(self.items)}
+            self._tail = list(dict.fromkeys(s for s in (d.strip() for d in declared) if s))
+            self._index = {item: i for i, item in enumerate(self._tail)}
 
     def __len__(self) -> int:
-        return len(self.items)
+        return self.store.count + len(self._tail)
+
+    @property
+    def items(self) -> Sequence[str]:
+        """The names by id: the list itself while nothing is packed, else a PackedNames over
+        the store's arrays as they are now (later names are not in it)."""
+        if self.store.count == 0:
+            return self._tail
+        n = self.store.count
+        store = self.store
+        return PackedNames(
+            store.arena[: int(store.starts[n])], store.starts[: n + 1], list(self._tail)
+        )
+
+    def pack(self) -> None:
+        """Move the names other paths added into the store (their ids stay)."""
+        if self._tail:
+            self.store.extend(self._tail)
+            self._tail = []
 
     def id_of(self, item: str) -> int:
-        if len(self._index) < len(self.items):
-            self._catch_up()
-        got = self._index.get(item)
+        got = self._index.get(item)  # an indexed id is final: ids never change
         if got is not None:
             return got
+        n = len(self) if self.linked else len(self._tail)  # unlinked: nothing is packed
+        if len(self._index) < n:
+            self._catch_up()
+            got = self._index.get(item)
+            if got is not None:
+                return got
         if self.declared or not item:
             return -1
-        self._index[item] = len(self.items)
-        self.items.append(item)
-        return len(self.items) - 1
-
-    def append_new(self, items: Iterable[str]) -> None:
-        """Append items known to be absent (a compiled reader numbered them already: they get
-        the next ids, in this order). The string -> id index catches up only when a path that
-        asks it (id_of) runs: a big input read by the compiled readers alone never builds it."""
-        self.items.extend(items)
+        self._index[item] = n
+        self._tail.append(item)
+        return n
 
     def _catch_up(self) -> None:
-        start = len(self._index)
-        self._index.update(zip(self.items[start:], range(start, len(self.items)), strict=True))
+        start, packed = len(self._index), self.store.count
+        for lo in range(start, packed, _DECODE_BLOCK):
+            hi = min(lo + _DECODE_BLOCK, packed)
+            self._index.update(zip(self.store.names(lo, hi), range(lo, hi), strict=True))
+        start = max(start, packed)
+        tail = self._tail[start - packed :]
+        self._index.update(zip(tail, range(start, start + len(tail)), strict=True))
 
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
         """The ids (int64, -1 = dropped) of a chunk of trimmed tokens."""
         codes, uniques = factorize(tokens)
         lut = np.fromiter((self.id_of(u) for u in uniques), dtype=np.int64, count=len(uniques))
         return lut[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+
+
+def _grown(arr: np.ndarray, size: int, keep: int) -> np.ndarray:
+    out = np.zeros(size, dtype=arr.dtype)
+    out[:keep] = arr[:keep]
+    return out
 
 
 def factorize(tokens: Sequence[str]) -> tuple[np.ndarray, list[str]]:
@@ -173,15 +337,48 @@ class RecordBuilder:
     def build(self) -> Records:
         self._seal()
         self._buf = np.zeros(0, dtype=np.int32)
-        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        # the readers' per-input state goes first (the compiled readers' hash table: the names
+        # it numbered stay in the vocabulary's store, trimmed to their size)
+        self.scratch.clear()
+        self.vocab.store.trim()
         if len(self._ids) == 1:
             indices = self._ids[0]  # one buffer (a big file read by a compiled reader): no copy
         else:
             indices = np.concatenate(self._ids) if self._ids else np.zeros(0, np.int32)
-        indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        self._ids, self._lengths = [], []
+        self._ids = []
+        # record offsets straight from the chunks' lengths, each chunk's freed once summed
+        pieces, self._lengths = self._lengths[::-1], []
+        indptr = np.zeros(sum(len(x) for x in pieces) + 1, dtype=np.int64)
+        at = 0
+        while pieces:
+            piece = pieces.pop()
+            part = indptr[at + 1 : at + 1 + len(piece)]
+            np.cumsum(piece, out=part)
+            part += indptr[at]
+            at += len(piece)
+        if indices.nbytes >= _TRIM_FROM:
+            _give_back_heap()
         return Records(self.vocab.items, indptr, indices)
+
+
+def _give_back_heap() -> None:
+    """Return the heap's free pages to the OS (glibc; elsewhere nothing): the chunks' small
+    arrays freed by build would otherwise stay resident in the middle of the heap, counted in
+    the process's peak while counting allocates afresh."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM: Any = None
+_TRIM_FROM = 64 << 20  # bytes of item ids: below, the freed heap is small (and re-faulting costs)
 
 
 def from_transactions(
@@ -250,11 +447,12 @@ def truncate(
     array of the size of the data: for a caller that owns the records and drops them).
     """
     lengths = np.diff(records.indptr)
-    if not (lengths > limit).any():
+    long_rows = np.flatnonzero(lengths > limit)
+    if not len(long_rows):
         return records
     secret = key if isinstance(key, bytes) else truncation_key(rng=key)
-    keep = np.ones(len(records.indices), dtype=bool)
-    for row in np.flatnonzero(lengths > limit).tolist():
+    gone: list[np.ndarray] = []
+    for row in long_rows.tolist():
         start, stop = int(records.indptr[row]), int(records.indptr[row + 1])
         names = [records.items[int(i)].encode() for i in records.indices[start:stop]]
         record = hashlib.blake2b(b"\x00".join(sorted(names)), key=secret).digest()
@@ -265,18 +463,41 @@ def truncate(
                 names[j],
             ),
         )
-        keep[np.asarray(rank[limit:], dtype=np.int64) + start] = False
-    kept_lengths = np.minimum(lengths, limit)
-    indptr = np.concatenate(([0], np.cumsum(kept_lengths))).astype(np.int64)
-    dropped = np.flatnonzero(~keep)
-    if not in_place or len(dropped) > 1 + len(keep) // 256:  # many runs: one vectorised copy
-        return Records(records.items, indptr, records.indices[keep])
-    ids = records.indices
-    write = int(dropped[0])
-    bounds = [*dropped[1:].tolist(), len(ids)]
-    for gone, stop in zip(dropped.tolist(), bounds, strict=True):
-        run = stop - gone - 1  # the kept ids between this dropped one and the next
-        if run:
-            ids[write : write + run] = ids[gone + 1 : stop].copy()
-            write += run
-    return Records(records.items, indptr, ids[:write])
+        gone.append(np.sort(np.asarray(rank[limit:], dtype=np.int64)) + start)
+    dropped = np.concatenate(gone)  # ascending: rows in order, each row's positions sorted
+    np.minimum(lengths, limit, out=lengths)
+    # in place: the caller's indptr is rewritten and the kept ids move left in blocks, so the
+    # only scratch of the data's size is `lengths` (one int64 per record)
+    indptr = records.indptr if in_place else np.zeros_like(records.indptr)
+    indptr[0] = 0
+    np.cumsum(lengths, out=indptr[1:])
+    del lengths
+    if in_place:
+        return Records(records.items, indptr, _compact(records.indices, dropped))
+    keep = np.ones(len(records.indices), dtype=bool)
+    keep[dropped] = False
+    return Records(records.items, indptr, records.indices[keep])
+
+
+_COMPACT_BLOCK = 1 << 20
+
+
+def _compact(ids: np.ndarray, dropped: np.ndarray) -> np.ndarray:
+    """ids without the positions `dropped` (ascending), the rest moved left in place, a block
+    of _COMPACT_BLOCK positions at a time."""
+    write = a = int(dropped[0])
+    n = len(ids)
+    while a < n:
+        b = min(a + _COMPACT_BLOCK, n)
+        lo, hi = np.searchsorted(dropped, (a, b)).tolist()
+        if lo == hi:
+            ids[write : write + b - a] = ids[a:b]  # overlapping: numpy copies as memmove does
+            write += b - a
+        else:
+            mask = np.ones(b - a, dtype=bool)
+            mask[dropped[lo:hi] - a] = False
+            kept = ids[a:b][mask]
+            ids[write : write + len(kept)] = kept
+            write += len(kept)
+        a = b
+    return ids[:write]

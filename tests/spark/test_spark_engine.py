@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def spark_counts(path: Path | str, size: int, **kw: Any) -> SparkCounts:
     return count_file(SparkInput(src, fmt, sep, **kw), size)
 
 
-def named(items: list[str], itemsets: np.ndarray, counts: np.ndarray) -> list[Any]:
+def named(items: Sequence[str], itemsets: np.ndarray, counts: np.ndarray) -> list[Any]:
     """The ranking by item names, in order: ties too (item ids by first appearance in both)."""
     return [
         (tuple(items[int(i)] for i in row), int(c)) for row, c in zip(itemsets, counts, strict=True)
@@ -343,3 +344,31 @@ def test_seeded_run_with_a_declared_universe(spark: Any, tmp_path: Path, mechani
         results.append(result)
     assert results[0] == results[1]
     assert results[0]["params"]["universe"]["declared_items"] == 6
+
+
+@pytest.mark.parametrize(("name", "content"), [("d.dat", b"1 2\n2 3\n"), ("d.jsonl", b"[1, 2]\n")])
+def test_verbose_says_which_reader_path_read_the_input(
+    spark: Any, tmp_path: Path, name: str, content: bytes
+) -> None:
+    """-v on Spark names the reader paths that read the input on the workers, summed over
+    them, as the local engine does (curator-only); without -v nothing is said."""
+    path = tmp_path / name
+    path.write_bytes(content * 20)
+    args = ["mine", str(path), "--eps", "1", "--delta", "1e-6", "--seed", "1"]
+    said = {}
+    for engine in ("local", "spark"):
+        code, out, err = run([*args, "--engine", engine, "-v"])
+        assert code == 0, err
+        lines = [x for x in err.splitlines() if "read by: " in x]
+        assert len(lines) == 1 and "[curator-only, not private]" in lines[0]
+        assert "read by" not in out
+        said[engine] = lines[0].split("read by: ", 1)[1]
+    fmt = "fimi" if name.endswith(".dat") else "jsonl"
+    for line in said.values():
+        assert line.startswith(f"{path} ({fmt}): ")
+    path_names = {
+        e: {p.split(" (")[0] for p in s.split("): ", 1)[1].split(", ")} for e, s in said.items()
+    }
+    assert path_names["spark"] == path_names["local"]  # small files: the small-input path
+    code, _, err = run([*args, "--engine", "spark"])
+    assert code == 0 and "read by" not in err

@@ -32,11 +32,16 @@ def support_at_least(s: int, kv: tuple[str, tuple[int, Any]]) -> bool:
 SIZES = 5  # itemset sizes 1..SIZES: records with at least r items, for each
 
 
-def summary(blocks: Iterable[Block]) -> Iterator[tuple[str | None, tuple[int, Any]]]:
-    """One pass over a partition: (item, (support, first seen)) for every item present, and
-    (None, (records, records with >= r items for r = 1..5))."""
+PATHS = ("paths",)  # the summary's key of the reader paths' chunk counts (neither item nor None)
+
+
+def summary(blocks: Iterable[Block]) -> Iterator[tuple[Any, tuple[int, Any]]]:
+    """One pass over a partition: (item, (support, first seen)) for every item present,
+    (None, (records, records with >= r items for r = 1..5)), and (PATHS, (0, {reader path:
+    chunks})) for `dpfim mine -v` (curator-only)."""
     n = 0
     usable = [0] * SIZES
+    paths: dict[str, int] = {}
     for block in blocks:
         recs = block.records
         counts = np.bincount(recs.indices, minlength=len(recs.items)).tolist()
@@ -47,12 +52,21 @@ def summary(blocks: Iterable[Block]) -> Iterator[tuple[str | None, tuple[int, An
         n += recs.n
         for r in range(SIZES):
             usable[r] += int(np.count_nonzero(lengths > r))
+        for path, chunks in block.paths.items():
+            paths[path] = paths.get(path, 0) + chunks
     yield None, (n, tuple(usable))
+    yield PATHS, (0, paths)
 
 
 def add_summary(a: tuple[int, Any], b: tuple[int, Any]) -> tuple[int, Any]:
     """Merge two summary values: supports add, the first-seen position is the least one; the
-    stats entry (its second part a tuple of ints, not a position) adds element-wise."""
+    stats entry (its second part a tuple of ints, not a position) adds element-wise, as do
+    the reader paths' chunk counts."""
+    if isinstance(a[1], dict):
+        paths = dict(a[1])
+        for path, chunks in b[1].items():
+            paths[path] = paths.get(path, 0) + chunks
+        return 0, paths
     if a[1] and isinstance(a[1][0], int):
         return a[0] + b[0], tuple(x + y for x, y in zip(a[1], b[1], strict=True))
     return a[0] + b[0], min(a[1], b[1])
@@ -61,21 +75,24 @@ def add_summary(a: tuple[int, Any], b: tuple[int, Any]) -> tuple[int, Any]:
 TOP_KNOWN = 4096  # the driver learns this many of the largest item supports (values only)
 
 
-def heads(kvs: Iterable[tuple[str | None, tuple[int, Any]]]) -> Iterator[Any]:
-    """A merged summary partition's stats entry and its TOP_KNOWN largest item supports (each
-    item is in one partition, so together they hold the global TOP_KNOWN largest)."""
+def heads(kvs: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
+    """A merged summary partition's stats entry, its reader paths' entry and its TOP_KNOWN
+    largest item supports (each item is in one partition, so together they hold the global
+    TOP_KNOWN largest)."""
     top: list[int] = []
     for key, value in kvs:
         if key is None:
             yield ("stats", value)
+        elif key == PATHS:
+            yield ("paths", value[1])
         else:
             top.append(value[0])
     top.sort(reverse=True)
     yield ("top", top[:TOP_KNOWN])
 
 
-def is_item(kv: tuple[str | None, Any]) -> bool:
-    return kv[0] is not None
+def is_item(kv: tuple[Any, Any]) -> bool:
+    return isinstance(kv[0], str)
 
 
 @functools.lru_cache(maxsize=256)

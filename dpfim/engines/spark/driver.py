@@ -100,6 +100,12 @@ class SparkCounts(TopDown):
         stats = [v for kind, v in heads if kind == "stats"]
         self._n: int = stats[0][0] if stats else 0
         self._usable: tuple[int, ...] = stats[0][1] if stats else (0,) * count.SIZES
+        # which reader paths read the input, chunks summed over the workers (curator-only)
+        self.paths: dict[str, int] = {}
+        for kind, v in heads:
+            if kind == "paths":
+                for path, chunks in v.items():
+                    self.paths[path] = self.paths.get(path, 0) + chunks
         top = sorted((x for kind, v in heads if kind == "top" for x in v), reverse=True)
         self._top = top[: count.TOP_KNOWN]
         self._start(size)
@@ -493,7 +499,7 @@ class _SparkEngine:
     ) -> Opened:
         """rng is not used: truncation draws on the executors, per block, from the OS CSPRNG
         (or, under --seed, from a source derived from the seed and the block)."""
-        from dpfim.readers import default_sep
+        from dpfim.readers import default_sep, describe_paths
         from dpfim.views import Merged
 
         timings: dict[str, float] = {}
@@ -519,8 +525,13 @@ class _SparkEngine:
         timings["read"] = time.perf_counter() - t0
         counts: Counts = engines[0] if len(engines) == 1 else Merged(engines)
 
+        read_by: dict[str, Any] = {}
+        if inp.decided in ("fimi", "basket", "jsonl"):  # read by dpfim's readers on the workers
+            paths = dict(sorted(first.paths.items(), key=lambda kv: (-kv[1], kv[0])))
+            read_by["read by"] = f"{inp.source} ({inp.decided}): {describe_paths(paths)}"
+
         def facts() -> dict[str, Any]:
-            return {"counting jobs": sum(e.passes for e in engines)}
+            return {**read_by, "counting jobs": sum(e.passes for e in engines)}
 
         return Opened(
             counts,

@@ -25,7 +25,7 @@ import json
 import pickle
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,10 +57,12 @@ _READERS: dict[str, Callable[[bytes, int, str, str, RecordBuilder], None]] = {
 class Block:
     """One cached piece of a partition: records with a block-local vocabulary, and for each
     local item the position of its first occurrence in the input (for the local engine's item
-    order: ids by first appearance)."""
+    order: ids by first appearance), and which reader paths read how many of its chunks
+    (curator-only, for `dpfim mine -v`)."""
 
     records: Records
     first_seen: list[tuple[str, int, int, int]]
+    paths: Mapping[str, int] = field(default_factory=dict)
 
     def __getstate__(self) -> tuple[Any, ...]:
         """Compact on its way to the JVM's block store and back: ids as uint16 when the block
@@ -70,15 +72,16 @@ class Block:
         lengths = np.diff(recs.indptr)
         top = int(lengths.max()) if len(lengths) else 0
         kind = np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64
-        return recs.items, ids, lengths.astype(kind), self.first_seen
+        return recs.items, ids, lengths.astype(kind), self.first_seen, dict(self.paths)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        items, ids, lengths, first_seen = state
+        items, ids, lengths, first_seen, paths = state
         indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         records = Records(items, indptr, ids.astype(np.int32, copy=False))
         object.__setattr__(self, "records", records)
         object.__setattr__(self, "first_seen", first_seen)
+        object.__setattr__(self, "paths", paths)
 
 
 def _data_error(file: str, block: int, line: int | None, message: str) -> Exception:
@@ -182,8 +185,9 @@ class _Blocks:
         file, block = self.group
         records = self.builder.build()
         first = [(file, block, self.block_first, i) for i in range(len(records.items))]
+        paths = self.builder.paths
         self._new_builder()
-        return Block(records, first)
+        return Block(records, first, paths)
 
     def finish(self) -> Iterator[Block]:
         yield from self._read_pending()
@@ -294,7 +298,8 @@ def _renumbered(
 
 def _range_block(part: ByteRange, at: int, out: RecordBuilder) -> Block:
     records = out.build()
-    return Block(records, [(part.file, part.start, at, i) for i in range(len(records.items))])
+    first = [(part.file, part.start, at, i) for i in range(len(records.items))]
+    return Block(records, first, out.paths)
 
 
 def long_lines(batches: Iterable[pa.RecordBatch], sep: str) -> Iterator[pa.RecordBatch]:
@@ -446,4 +451,4 @@ def truncated(limit: int, key: bytes, blocks: Iterable[Block]) -> Any:
     sample is a function of the record and the run's secret key only (readers.records.truncate):
     the local engine keeps the same items, and a recomputed or retried partition too."""
     for block in blocks:
-        yield Block(truncate(block.records, limit, key), block.first_seen)
+        yield Block(truncate(block.records, limit, key), block.first_seen, block.paths)
