@@ -689,7 +689,7 @@ def intern_spans(
     for k in range(spans.shape[0]):
         if intern(raw, spans[k, 0], spans[k, 1], slots, arena, starts, state, True) < 0:
             return k
-    return spans.shape[0]
+    return int(spans.shape[0])
 
 
 _MAX_INT_DIGITS = 1000  # longer JSON integers go to the exact parser (Python's int limits)
