@@ -535,13 +535,13 @@ def test_jsonl_compiled_reads_clean_lines_like_the_exact_parser(
 
     path = tmp_path / "f.jsonl"
     calls: list[bool] = []
-    real = jsonl._compiled
+    real = jsonl.read_compiled
 
     def spy(*args: object) -> bool:
         calls.append(real(*args))  # type: ignore[arg-type]
         return calls[-1]
 
-    monkeypatch.setattr(jsonl, "_compiled", spy)
+    monkeypatch.setattr(jsonl, "read_compiled", spy)
 
     @SETTINGS
     @given(content=clean_jsonl(), chunk=st.sampled_from([None, 1, 30]))

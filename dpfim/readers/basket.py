@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from dpfim.readers.interner import Interner, big_input, read_compiled
 from dpfim.readers.records import RecordBuilder, factorize
 from dpfim.readers.source import parse_lines
-
-if TYPE_CHECKING:
-    from dpfim.readers.interner import Interner
 
 
 def parse_line(line: str, sep: str) -> list[str]:
@@ -50,9 +48,11 @@ def read_chunk(
 ) -> None:
     """Read a chunk into `out` (compiled: False when the compiled tokeniser has given it back
     already, see dpfim/readers/pipeline.py)."""
-    hint = out.size_hint
-    big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
-    if compiled and big and _compiled(chunk, sep, out):
+    if (
+        compiled
+        and big_input(first_line, out, COMPILED_FROM)
+        and read_compiled(chunk, sep, out, kernel_call)
+    ):
         out.took("compiled")
         return
     if len(chunk) >= FAST_FROM and _fast(chunk, sep, out):
@@ -60,17 +60,6 @@ def read_chunk(
         return
     out.add_tokens(*parse_lines(chunk, first_line, name, lambda line: parse_line(line, sep)))
     out.took("line parser")
-
-
-def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
-    """Read a chunk with the compiled tokeniser; False when another path must read it."""
-    from dpfim.readers.interner import interner
-
-    table = interner(out)
-    if table is None:
-        return False
-    call = kernel_call(chunk, sep, table)
-    return call is not None and table.read(chunk, out, call) == table.kernel.OK
 
 
 def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] | None:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from dpfim.readers.interner import Interner, big_input, read_compiled
 from dpfim.readers.records import RecordBuilder
 from dpfim.readers.source import parse_lines
-
-if TYPE_CHECKING:
-    from dpfim.readers.interner import Interner
 
 _LINE = re.compile(r"[0-9 \t]*")
 # Input bytes from which the compiled tokeniser pays for its import: whole processes
@@ -46,29 +44,18 @@ def read_chunk(
 ) -> None:
     """Read a chunk into `out` (compiled: False when the compiled tokeniser has given it back
     already, see dpfim/readers/pipeline.py)."""
-    hint = out.size_hint
-    big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
-    if compiled and big and _compiled(chunk, sep, out):
+    if (
+        compiled
+        and big_input(first_line, out, COMPILED_FROM)
+        and read_compiled(chunk, sep, out, kernel_call)
+    ):
+        out.took("compiled")
         return
     if _fast(chunk, out):
         out.took("numpy")
     else:
         _slow(chunk, first_line, name, out)
         out.took("line parser")
-
-
-def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
-    """Read a chunk with the compiled tokeniser; False when another path must read it (numba
-    missing, or a data error: the line parser names the line)."""
-    from dpfim.readers.interner import interner
-
-    table = interner(out)
-    if table is None:
-        return False
-    if table.read(chunk, out, kernel_call(chunk, sep, table)) != table.kernel.OK:
-        return False
-    out.took("compiled")
-    return True
 
 
 def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any]:

@@ -31,6 +31,29 @@ _START_BYTES = 1 << 20
 _LUT = 1 << 20
 
 
+def big_input(first_line: int, out: RecordBuilder, compiled_from: int) -> bool:
+    """Whether a chunk is the compiled readers' (a format's size rule, COMPILED_FROM bytes):
+    any chunk after the first, or an input of at least `compiled_from` bytes (0: always)."""
+    hint = out.size_hint
+    return first_line > 1 or compiled_from == 0 or (hint is not None and hint >= compiled_from)
+
+
+def read_compiled(
+    chunk: bytes,
+    sep: str,
+    out: RecordBuilder,
+    kernel_call: Callable[[bytes, str, Interner], Callable[..., Any] | None],
+) -> bool:
+    """Read a chunk into `out` with a format's compiled tokeniser (its `kernel_call`); False
+    when another path must read it (numba missing, the chunk refused or given back: the line
+    parser then reads it, or names its bad line)."""
+    table = interner(out)
+    if table is None:
+        return False
+    call = kernel_call(chunk, sep, table)
+    return call is not None and table.read(chunk, out, call) == table.kernel.OK
+
+
 def interner(out: RecordBuilder) -> Interner | None:
     """The compiled readers' table of `out` (one per RecordBuilder, shared by the formats),
     or None when numba cannot be imported (the other paths read every chunk then)."""

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from dpfim.readers.records import RecordBuilder
+from dpfim.readers.interner import Interner, Scan, big_input, read_compiled
+from dpfim.readers.records import RecordBuilder, Vocabulary
 from dpfim.readers.source import parse_lines
-
-if TYPE_CHECKING:
-    from dpfim.readers.interner import Interner
 
 
 def parse_line(line: str) -> list[str]:
@@ -64,24 +62,15 @@ def read_chunk(
 ) -> None:
     """Read a chunk into `out` (compiled: False when the compiled scanner has given it back
     already, see dpfim/readers/pipeline.py)."""
-    hint = out.size_hint
-    big = first_line > 1 or COMPILED_FROM == 0 or (hint is not None and hint >= COMPILED_FROM)
-    if compiled and big and _compiled(chunk, sep, out):
+    if (
+        compiled
+        and big_input(first_line, out, COMPILED_FROM)
+        and read_compiled(chunk, sep, out, kernel_call)
+    ):
         out.took("compiled")
         return
     out.add_tokens(*parse_lines(chunk, first_line, name, parse_line))
     out.took("json.loads")
-
-
-def _compiled(chunk: bytes, sep: str, out: RecordBuilder) -> bool:
-    """Read a chunk with the compiled scanner; False when the exact parser must read it."""
-    from dpfim.readers.interner import interner
-
-    table = interner(out)
-    if table is None:
-        return False
-    call = kernel_call(chunk, sep, table)
-    return call is not None and table.read(chunk, out, call) == table.kernel.OK
 
 
 def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] | None:
@@ -111,8 +100,6 @@ def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] |
             return n_ids, n_rec, pos
         return None
 
-    from dpfim.readers.interner import Scan
-
     return Scan(call, other)
 
 
@@ -123,9 +110,6 @@ class _Numbers:
     spellings are kept, no ids, so nothing here depends on the order items are met in."""
 
     def __init__(self) -> None:
-        from dpfim.readers.interner import Interner
-        from dpfim.readers.records import Vocabulary
-
         self.table = Interner(Vocabulary())
         self.kernel = self.table.kernel
         self.spelled = np.zeros(1 << 16, dtype=np.uint8)
