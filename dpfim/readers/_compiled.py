@@ -613,12 +613,48 @@ def _unescape(raw: np.ndarray, s: int, e: int, buf: np.ndarray) -> int:
     return w
 
 
+@njit(cache=True, nogil=True, inline="always")  # see _INLINE_NOTE
+def _json_number(raw: np.ndarray, i: int, n: int) -> tuple[int, bool]:
+    """The end of the JSON number starting at raw[i] (a "-" or a digit), and whether the exact
+    parser spells it as written (a plain integer: not "-0", no fraction, no exponent); (-1,
+    False) when no JSON number starts there (a leading zero followed by a digit included)."""
+    j = i + 1 if raw[i] == 45 else i
+    if j >= n or not (48 <= raw[j] <= 57):
+        return -1, False
+    plain = True
+    if raw[j] == 48:
+        j += 1
+        plain = raw[i] != 45  # "-0": the exact parser's 0
+    else:
+        while j < n and 48 <= raw[j] <= 57:
+            j += 1
+    if j < n and raw[j] == 46:  # a fraction
+        j += 1
+        if j >= n or not (48 <= raw[j] <= 57):
+            return -1, False
+        while j < n and 48 <= raw[j] <= 57:
+            j += 1
+        plain = False
+    if j < n and (raw[j] == 101 or raw[j] == 69):  # an exponent
+        j += 1
+        if j < n and (raw[j] == 43 or raw[j] == 45):
+            j += 1
+        if j >= n or not (48 <= raw[j] <= 57):
+            return -1, False
+        while j < n and 48 <= raw[j] <= 57:
+            j += 1
+        plain = False
+    if j < n and 48 <= raw[j] <= 57:
+        return -1, False  # a leading zero
+    return j, plain
+
+
 @njit(cache=True, nogil=True)
 def number_texts(raw: np.ndarray, pos: int, spans: np.ndarray) -> tuple[int, int]:
     """The JSON numbers that are not plain integers ("-0", a fraction, an exponent) outside
     strings in raw[pos:], as (start, end) rows of spans, up to its length: (rows, where to go on
-    from). Each is a JSON number; a superset of those the scanner meets does no harm (the
-    caller only spells them), nor does bad JSON."""
+    from). Each is a JSON number by the scanner's own rule (`_json_number`); a superset of
+    those the scanner meets does no harm (the caller only spells them), nor does bad JSON."""
     n = raw.shape[0]
     rows = 0
     i = pos
@@ -640,31 +676,10 @@ def number_texts(raw: np.ndarray, pos: int, spans: np.ndarray) -> tuple[int, int
         if not (c == 45 or 48 <= c <= 57):
             i += 1
             continue
-        j = i + 1 if c == 45 else i
-        if j >= n or not (48 <= raw[j] <= 57):
-            i = j
+        j, plain = _json_number(raw, i, n)
+        if j < 0:  # no JSON number starts here: neither does the scanner read one
+            i += 1
             continue
-        plain = True
-        if raw[j] == 48:
-            j += 1
-            plain = c != 45
-        else:
-            while j < n and 48 <= raw[j] <= 57:
-                j += 1
-        if j + 1 < n and raw[j] == 46 and 48 <= raw[j + 1] <= 57:
-            j += 1
-            while j < n and 48 <= raw[j] <= 57:
-                j += 1
-            plain = False
-        if j < n and (raw[j] == 101 or raw[j] == 69):
-            k = j + 1
-            if k < n and (raw[k] == 43 or raw[k] == 45):
-                k += 1
-            if k < n and 48 <= raw[k] <= 57:
-                j = k
-                while j < n and 48 <= raw[j] <= 57:
-                    j += 1
-                plain = False
         if not plain and j - i <= _MAX_INT_DIGITS:
             if rows == spans.shape[0]:
                 return rows, i
@@ -816,34 +831,9 @@ def tokenize_jsonl(
                                 n_ids += 1
                             s = e = 0  # interned already
                     elif c == 45 or 48 <= c <= 57:  # a number
-                        j = i + 1 if c == 45 else i
-                        if j >= n or not (48 <= raw[j] <= 57):
+                        j, plain = _json_number(raw, i, n)
+                        if j < 0:
                             return ODD, start, n_rec, line
-                        plain = True  # digits as written are the exact parser's item
-                        if raw[j] == 48:
-                            j += 1
-                            plain = c != 45  # "-0": the exact parser's 0
-                        else:
-                            while j < n and 48 <= raw[j] <= 57:
-                                j += 1
-                        if j < n and raw[j] == 46:  # a fraction
-                            j += 1
-                            if j >= n or not (48 <= raw[j] <= 57):
-                                return ODD, start, n_rec, line
-                            while j < n and 48 <= raw[j] <= 57:
-                                j += 1
-                            plain = False
-                        if j < n and (raw[j] == 101 or raw[j] == 69):  # an exponent
-                            j += 1
-                            if j < n and (raw[j] == 43 or raw[j] == 45):
-                                j += 1
-                            if j >= n or not (48 <= raw[j] <= 57):
-                                return ODD, start, n_rec, line
-                            while j < n and 48 <= raw[j] <= 57:
-                                j += 1
-                            plain = False
-                        if j < n and 48 <= raw[j] <= 57:
-                            return ODD, start, n_rec, line  # a leading zero
                         if j - i > _MAX_INT_DIGITS:
                             return ODD, start, n_rec, line
                         if plain:
