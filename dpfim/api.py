@@ -345,10 +345,12 @@ def _mine(
             "n": counts.n,
             "itemsets enumerated": len(counts.counts),
             "support threshold reached": counts.threshold,
-            "all nonzero itemsets enumerated (L known)": counts.complete,
+            "all nonzero itemsets enumerated (L known)": counts.complete and not counts.clipped_at,
         }
     )
-    if counts.complete:
+    if counts.clipped_at:  # the row budget ran out (docs/privacy.md §1.1)
+        diag.facts["counts clipped at (support)"] = counts.clipped_at
+    elif counts.complete:
         diag.facts["L"] = len(counts.counts)
 
     params: dict[str, Any] = {

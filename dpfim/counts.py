@@ -13,6 +13,10 @@ on every engine of the engine table):
    and of no other, in decreasing order; every one of them is exact. `complete` once the
    threshold is 1: then all L nonzero-support itemsets are there and every further rank has
    support 0. `ensure(depth)` and `lower_to(s)` only ever lower the threshold.
+   **Clipped** (the engine's public row budget ran out, docs/privacy.md §1.1): `complete` with
+   `clipped_at` = t >= 1; the rows are exactly the itemsets with support > t, and every other
+   itemset counts as t (the count function is max(c, t), t an order statistic of the data).
+   Unclipped, `clipped_at` is 0. Mechanisms read "the count past the rows" as `clipped_at`.
 2. **Rows are identities.** `itemsets[i]` is the itemset of `counts[i]`: item ids, padded with
    -1 to the row width when several sizes are ranked together. The same itemset always has the
    same row, whatever the threshold.
@@ -43,7 +47,8 @@ Key = tuple[int, ...]
 
 class Unlisted(Protocol):
     """A declared universe's itemsets by identity, for report-noisy-max below its floor
-    (release.DeclaredUniverse provides it): draw a uniform one not yet released, count one."""
+    (release.DeclaredUniverse provides it): draw a uniform one not yet released, count one
+    (its count as the mechanisms see it: max(c, clipped_at))."""
 
     def draw(self, rng: RandomSource) -> Key: ...
 
@@ -68,6 +73,11 @@ class RankedCounts(Protocol):
 
     @property
     def unlisted(self) -> Unlisted | None: ...
+
+    @property
+    def clipped_at(self) -> int:
+        """Once complete: the count of every itemset past the rows (0 unless clipped)."""
+        ...
 
     def ensure(self, depth: int) -> None: ...
 

@@ -110,7 +110,7 @@ def peel(
         elif out.named is not None and out.named_count is not None:
             key, count = out.named, out.named_count
         elif out.zero_pick and name_zero is not None:
-            key, count = name_zero(view, rng), 0
+            key, count = name_zero(view, rng), view.clipped_at  # 0, or the clip floor t
         else:
             return picks, out
         view.remove(key, count)
@@ -207,18 +207,20 @@ def random_zero_itemset(
     """A uniformly random itemset of support 0 over the r-subsets (r in sizes) of a declared
     vocabulary, among those not yet released. Only reached once the counts are complete (the
     search went past every nonzero itemset), so every nonzero itemset is in view or removed.
-    The key is padded with -1 to the view's row width."""
+    Clipped at t (docs/privacy.md §1.1): "support 0" reads "support <= t", the group every
+    unlisted itemset belongs to. The key is padded with -1 to the view's row width."""
+    clip = view.clipped_at
     width = int(view.itemsets.shape[1])
     released = set(view.removed)
     rows = view.itemsets
     widths = np.bincount((rows >= 0).sum(axis=1), minlength=max(sizes) + 1)
     nonzero_by_size = {r: int(widths[r]) for r in sizes}
     for key, c in view.removed.items():
-        if c > 0:
+        if c > clip:
             nonzero_by_size[len(ids_of(key))] += 1
     zero_released = {r: 0 for r in sizes}
     for key, c in view.removed.items():
-        if c == 0:
+        if c <= clip:
             zero_released[len(ids_of(key))] += 1
     free = {r: math.comb(vocab, r) - nonzero_by_size[r] - zero_released[r] for r in sizes}
     total = sum(free.values())
@@ -247,7 +249,7 @@ def random_zero_itemset(
             pool[j], pool[m] = pool[m], pool[j]
             chosen.append(pool[j])
         key = pad(chosen)
-        if key not in released and view.support(sorted(chosen)) == 0:
+        if key not in released and view.support(sorted(chosen)) <= clip:
             return key
 
 

@@ -66,6 +66,10 @@ class Without:
         return self._unlisted
 
     @property
+    def clipped_at(self) -> int:
+        return self._base.clipped_at
+
+    @property
     def items(self) -> Sequence[str]:
         return self._base.items
 
@@ -95,11 +99,12 @@ class Without:
 
     @property
     def removed_nonzero(self) -> int:
-        return sum(1 for c in self._removed.values() if c > 0)
+        """Removed itemsets that are (or were) rows: count above the clip floor (or 0)."""
+        return sum(1 for c in self._removed.values() if c > self._base.clipped_at)
 
     @property
     def removed_zero(self) -> int:
-        return sum(1 for c in self._removed.values() if c == 0)
+        return sum(1 for c in self._removed.values() if c <= self._base.clipped_at)
 
     def is_removed(self, key: Key) -> bool:
         return key in self._removed
@@ -120,8 +125,9 @@ class Without:
         rows = self._base.itemsets
         drop = []
         threshold = self._base.threshold if not self._base.complete else 1
+        clip = self._base.clipped_at
         for key, c in self._removed.items():
-            if c <= 0 or c < threshold:  # not among the rows (a pick drawn from below them)
+            if c <= clip or c < threshold:  # not among the rows (a pick drawn from below them)
                 continue
             # its tie range, found by binary search on the decreasing counts
             lo = len(counts) - int(np.searchsorted(counts[::-1], c, side="right"))
@@ -189,6 +195,23 @@ class Merged:
         return all(e.complete for e in self._engines)
 
     @property
+    def clipped_at(self) -> int:
+        """One floor for the run: the largest of the engines' (each clips at its own order
+        statistic; their maximum still moves by at most 1 with one record)."""
+        return max(e.clipped_at for e in self._engines)
+
+    def _sync(self) -> None:
+        """Once one engine clipped, clip every engine at the common floor (an engine lowered
+        there may clip higher still: then again, until they agree)."""
+        t = self.clipped_at
+        while t > 0:
+            for e in self._engines:
+                e.impose_floor(t)  # type: ignore[attr-defined]
+            if self.clipped_at == t:
+                return
+            t = self.clipped_at
+
+    @property
     def counts(self) -> np.ndarray:
         self._refresh()
         return self._counts
@@ -204,11 +227,13 @@ class Merged:
             for e in self._engines:
                 if e.threshold == t and not e.complete:
                     e.ensure(len(e.counts) + 1)
+            self._sync()
 
     def lower_to(self, s: int) -> None:
         """Every count >= s of every size in view."""
         for e in self._engines:
             e.lower_to(s)
+        self._sync()
 
     def support(self, ids: Sequence[int]) -> int:
         return self._engines[0].support(ids)
@@ -275,7 +300,8 @@ class DeclaredUnlisted:
                 return key
 
     def count(self, key: Key) -> int:
-        return self._u.counts.support(ids_of(key))
+        """The count the mechanisms see: max(c, t) once the counts are clipped at t."""
+        return max(self._u.counts.support(ids_of(key)), self._view.clipped_at)
 
     def _size(self, pick: int) -> int:
         """The size whose share of the universe holds position `pick`."""

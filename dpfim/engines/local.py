@@ -55,6 +55,24 @@ DEFAULT_SCRATCH = 256 * MiB
 BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
+
+
+# Bytes one held itemset of size r costs at most while it is kept and ranked: key and count
+# (int64 each), its row of ids (int64 while built, int32 kept), the tie order and the previous
+# threshold's copy. The row budget (`row_budget`) is a quarter of --max-memory at this price.
+def row_bytes(size: int) -> int:
+    return 64 + 16 * size
+
+
+def row_budget(max_memory: int, size: int, engines: int = 1) -> int:
+    """N: how many itemsets of one level (2..size) an engine may hold, from public quantities
+    only (--max-memory, the itemset size, how many sizes are counted): a quarter of the
+    budget, split evenly among the engines and their levels. When a lowering would need more,
+    the engine clips at the level's (N + 1)-th largest support instead (docs/privacy.md §1.1);
+    never a function of the data, so the data decides only how deep the counts go."""
+    return max(1, (max_memory // 4) // (engines * max(1, size - 1) * row_bytes(size)))
+
+
 # From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
 # their dense tables fit; below it numba's import (~0.5 s CPU) costs more than it saves
 # (measured crossovers: ~10 M occurrences at r = 3, between 30 M and 100 M at r = 2).
@@ -112,6 +130,7 @@ class SupportIndex(TopDown):
         max_memory: int | None = None,
         scratch_bytes: int | None = None,
         compiled: bool | None = None,
+        rows: int | None = None,
     ) -> None:
         self.n = records.n
         self.items = records.items  # ids are the records' ids: fixed (contract invariant 3)
@@ -120,6 +139,8 @@ class SupportIndex(TopDown):
         self._indptr = records.indptr
         self._indices = records.indices
         self.max_memory = default_max_memory() if max_memory is None else int(max_memory)
+        # the public row budget per level (tests may make it tiny)
+        self.row_budget = row_budget(self.max_memory, size) if rows is None else int(rows)
         scratch = min(DEFAULT_SCRATCH, self.max_memory // 8)
         if scratch_bytes is not None:
             scratch = scratch_bytes
@@ -226,8 +247,16 @@ class SupportIndex(TopDown):
         levels: list[_Lookup] = []  # frequent keys of sizes 2..k-1
         rows = np.arange(width, dtype=np.int64).reshape(-1, 1)  # local ids of the level's sets
         counts = np.zeros(0, dtype=np.int64)
+        clip = 0  # the floor once a level's row budget ran out: max of the levels' c_(N+1)
         for k in range(2, self.size + 1):
-            keys, counts = self._count_level(src, remap, width, levels, k, s)
+            # every k-itemset with support > clip has all its (k-1)-subsets among the rows kept
+            keys, counts = self._count_level(src, remap, width, levels, k, max(s, clip + 1))
+            if len(keys) > self.row_budget:
+                clip = max(clip, _order_statistic(counts, self.row_budget + 1))
+                keep = counts > clip
+                keys, counts = keys[keep], counts[keep]
+            if clip:
+                self._clip = clip
             if len(keys) == 0:
                 return empty
             space = width * (width if k == 2 else len(levels[-1].keys))
@@ -461,6 +490,11 @@ class _Lookup:
         return np.where(self.keys[at] == keys, at, -1)
 
 
+def _order_statistic(counts: np.ndarray, rank: int) -> int:
+    """The rank-th largest of counts (1-based; rank <= len(counts))."""
+    return int(np.partition(counts, len(counts) - rank)[len(counts) - rank])
+
+
 def _intersect_size(postings: tuple[np.ndarray, np.ndarray], ids: np.ndarray) -> int:
     """How many records hold every item of `ids` (distinct item ids), from the record lists:
     the shortest list, filtered by binary search in each of the others."""
@@ -590,7 +624,16 @@ def count_records(
 
     total = default_max_memory() if max_memory is None else max_memory
     share = _memory_share(records, total, len(sizes))
-    engines = [SupportIndex(records, r, progress=progress, max_memory=share) for r in sizes]
+    engines = [
+        SupportIndex(
+            records,
+            r,
+            progress=progress,
+            max_memory=share,
+            rows=row_budget(total, r, len(sizes)),  # public: never the data's share
+        )
+        for r in sizes
+    ]
     counts: Counts = engines[0] if len(engines) == 1 else Merged(engines)
 
     def facts() -> dict[str, Any]:

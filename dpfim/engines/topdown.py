@@ -6,6 +6,16 @@ asks for deeper ranks it lowers s: by half, or by a quarter or an eighth when th
 far predicts that one halving is not enough (`next_threshold`). An engine subclasses `TopDown`
 and supplies `_count_at(s)`: every itemset with support >= s, as (supports, item ids, tie keys).
 The order of the rows (decreasing support, ties by first appearance) is set here, once.
+
+**Clipping at a public row budget** (docs/privacy.md §1.1). An engine may hold at most a
+public number of itemsets per level (derived from --max-memory alone). When a lowering would
+need more, `_count_at` sets `self._clip` to t, the largest of the levels' order statistics
+c_(N) (the N-th largest support of the level, N its public budget), and returns the itemsets
+with support > t. From then on the counts are complete *at the floor t*: every itemset not
+listed counts as t (`clipped_at`). That is the count function max(c(I), t(D)), which one record
+still moves by at most 1 (a maximum of functions that each move by at most 1), so every
+mechanism's guarantee holds on it; only how deep the mechanisms may look depends on the data,
+never whether a result exists.
 """
 
 from __future__ import annotations
@@ -48,6 +58,8 @@ class TopDown:
     threshold: int
     seconds: float = 0.0  # time spent counting, for --verbose
     passes: int = 0  # lowerings that counted (curator-only)
+    clipped_at: int = 0  # the floor t once clipped (0: not clipped)
+    _clip: int | None = None  # set by _count_at when the row budget ran out
 
     def _begin(self, size: int, top: Sequence[int] | np.ndarray) -> None:
         """Nothing known yet; `top`: the largest item supports, decreasing (at least `size` of
@@ -63,7 +75,7 @@ class TopDown:
 
     @property
     def complete(self) -> bool:
-        return self.threshold <= 1
+        return self.threshold <= 1 or self.clipped_at > 0
 
     @property
     def unlisted(self) -> Unlisted | None:
@@ -86,16 +98,38 @@ class TopDown:
     def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
         raise NotImplementedError
 
+    def impose_floor(self, t: int) -> None:
+        """Clip at t (another engine of the same run clipped there: one floor per run, the
+        largest): every itemset with support <= t leaves the rows and counts as t."""
+        if t <= self.clipped_at:
+            return
+        self.lower_to(t + 1)
+        if self.clipped_at >= t:  # lowering clipped this engine at t or above already
+            return
+        keep = int(np.count_nonzero(self.counts > t))
+        self.counts, self.itemsets = self.counts[:keep], self.itemsets[:keep]
+        self.clipped_at = t
+        self.threshold = t + 1
+
     def _lower(self, s: int) -> None:
+        if self.clipped_at:
+            return  # complete at the floor: nothing lower is ever counted
         t0 = time.perf_counter()
+        self._clip = None
         counts, itemsets, ties = self._count_at(s)
         order = tie_order(counts, ties)
         self.counts = counts[order]
         self.itemsets = itemsets[order].astype(np.int32, copy=False)
         self.threshold = s
+        if self._clip is not None:  # the rows are those with support > t
+            if self._clip < 1:
+                raise AssertionError("a clip floor is at least 1")
+            self.clipped_at = self._clip
+            self.threshold = self._clip + 1
         self._next = max(1, s // 2)
         self.seconds += time.perf_counter() - t0
 
     def _count_at(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(supports, item-id rows, tie-key rows) of every itemset with support >= s."""
+        """(supports, item-id rows, tie-key rows) of every itemset with support >= s; or, when
+        the engine's row budget ran out, set self._clip = t and return those with support > t."""
         raise NotImplementedError

@@ -75,6 +75,10 @@ class VectorCounts:
     def unlisted(self) -> Unlisted | None:
         return None
 
+    @property
+    def clipped_at(self) -> int:
+        return 0
+
     def ensure(self, depth: int) -> None:
         """Everything is known already."""
 
@@ -156,10 +160,10 @@ class Steps:
 
 
 def count_at(counts: RankedCounts, k: int) -> int:
-    """c(k) (0 past the last nonzero count); deepens the counts as needed."""
+    """c(k) (past the last row: 0, or the clip floor); deepens the counts as needed."""
     while len(counts.counts) < k and not counts.complete:
         counts.ensure(max(k, 2 * len(counts.counts)))
-    return int(counts.counts[k - 1]) if len(counts.counts) >= k else 0
+    return int(counts.counts[k - 1]) if len(counts.counts) >= k else counts.clipped_at
 
 
 def count_below(counts: RankedCounts, k: int, bound: int) -> bool:

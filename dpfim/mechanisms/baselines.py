@@ -172,12 +172,13 @@ def run_stability(
     """
     counts.ensure(2)
     known = counts.counts
-    c1 = int(known[0]) if len(known) else 0
-    c2 = int(known[1]) if len(known) > 1 else 0
+    rest = counts.clipped_at  # past the listed rows (0 unless clipped at t)
+    c1 = int(known[0]) if len(known) else rest
+    c2 = int(known[1]) if len(known) > 1 else rest
     noisy_gap = c1 - c2 + discrete_laplace(4 / eps, rng)
     if noisy_gap <= stability_threshold(eps, delta):
         return Outcome(None, None, None)
-    if c1 == 0:
+    if c1 == rest:
         return Outcome(None, None, None, zero_pick=True)
     return Outcome(None, None, pick_member(known, c1, rng))
 
@@ -253,15 +254,19 @@ def run_choosing(
     weight exp(eps c(I)/4) over the itemsets with c(I) >= 1 (sampled as Gumbel-max, exactly).
     (eps, delta)-DP under add/remove neighbours. Precondition: --max-record-items B. Works in the
     open universe (it only ever names itemsets that occur). Needs every nonzero count.
+
+    Clipped counts (the engine's row budget ran out at the floor t, docs/privacy.md §1.1): the
+    quality is q(I) = max(c(I) - t, 0), which keeps k-bounded growth (t is an order statistic,
+    so adding a record never lowers it), and the listed itemsets are those with q >= 1.
     """
-    counts.ensure(1)
-    c1 = int(counts.counts[0]) if len(counts.counts) else 0
+    counts.lower_to(1)  # every nonzero count (or every count > t), in one pass where it can
+    t = counts.clipped_at
+    c1 = (int(counts.counts[0]) if len(counts.counts) else t) - t
     if c1 + discrete_laplace(4 / eps, rng) <= choosing_threshold(eps, delta, growth):
         return Outcome(None, None, None)
     if c1 == 0:  # cannot pass by more than the threshold allows; no itemset occurs
         return Outcome(None, None, None)
-    counts.lower_to(1)  # every nonzero count, in one pass where the engine can
-    groups = Groups(counts, len(counts.counts))
+    groups = Groups(counts, len(counts.counts))  # Gumbel-max: the shift by t changes nothing
     g = argmax_group(groups, Noise("gumbel", 4 / eps), rng)
     assert isinstance(g, int)
     return Outcome(None, None, pick_member(counts.counts, groups.values[g], rng))
@@ -331,11 +336,12 @@ def run_limited_domain(
     """
     counts.ensure(candidates + 1)
     known = counts.counts
-    h_next = int(known[candidates]) if len(known) > candidates else 0
-    if _limited_domain_says_none(known, candidates, h_next, eps, delta, rng):
+    rest = counts.clipped_at  # past the listed rows (0 unless clipped at t)
+    h_next = int(known[candidates]) if len(known) > candidates else rest
+    if _limited_domain_says_none(known, candidates, h_next, eps, delta, rng, rest):
         return Outcome(None, None, None)
-    c = select_count(known, candidates, 2 * eps, rng)  # weights exp(2 eps c / 2) = exp(eps c)
-    if c == 0:
+    c = select_count(known, candidates, 2 * eps, rng, rest)  # weights exp(eps c)
+    if c == rest:
         return Outcome(None, None, None, zero_pick=True)
     return Outcome(None, None, pick_member(known, c, rng))
 
@@ -347,10 +353,11 @@ def _limited_domain_says_none(
     eps: Fraction,
     delta: Fraction,
     rng: RandomSource,
+    rest: int = 0,
 ) -> bool:
     """Bernoulli(w_bot / (w_bot + W)) with W = sum over the top k-bar of e^(eps (h_i - c1)) and
     w_bot = (k/delta) e^(eps (h_next + 1 - c1)), decided on a lazily refined uniform."""
-    values, mult = groups_of(known, candidates)
+    values, mult = groups_of(known, candidates, rest)
     c1 = int(values[0])
     u = LazyUniform(rng)
     while True:

@@ -46,7 +46,7 @@ def run(
     below K -> l = K. A zero-count pick returns index None with zero_pick set.
     """
     counts.ensure(2)
-    c1 = int(counts.counts[0]) if len(counts.counts) else 0
+    c1 = int(counts.counts[0]) if len(counts.counts) else counts.clipped_at
     noisy_max = c1 + discrete_laplace(split.max_scale, rng)
     offset = discrete_laplace(split.offset_scale, rng)
     return _search_and_select(
@@ -71,8 +71,9 @@ def _search_and_select(
             return Outcome(noisy_max, None, None)
         ell = universe_size
         counts.ensure(ell + 1)
-    c = select_count(counts.counts, ell, split.alpha_a, rng)
-    if c == 0:
+    rest = counts.clipped_at  # the count past the listed rows (0 unless clipped)
+    c = select_count(counts.counts, ell, split.alpha_a, rng, rest)
+    if c == rest:
         return Outcome(noisy_max, ell, None, zero_pick=True)
     return Outcome(noisy_max, ell, pick_member(counts.counts, c, rng))
 

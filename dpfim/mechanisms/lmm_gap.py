@@ -40,7 +40,7 @@ def run(
     if split.alpha_m != 0:
         raise ValueError("lmm-gap has no max estimate: use thresholds.gap_split")
     counts.ensure(2)
-    c1 = int(counts.counts[0]) if len(counts.counts) else 0
+    c1 = int(counts.counts[0]) if len(counts.counts) else counts.clipped_at
     offset = discrete_laplace(split.offset_scale, rng)
     return _search_and_select(c1 - offset, counts, split, rng, ell_max, universe_size, None)
 

@@ -191,8 +191,9 @@ def run_split(
     if universe_size is None:
         return Outcome(None, None, None)
     counts.ensure(universe_size + 1)
-    c = select_count(counts.counts, universe_size, 2 * split.alpha_a, rng)  # exp(alpha_a c)
-    if c == 0:
+    rest = counts.clipped_at
+    c = select_count(counts.counts, universe_size, 2 * split.alpha_a, rng, rest)  # exp(alpha_a c)
+    if c == rest:
         return Outcome(None, universe_size, None, zero_pick=True)
     return Outcome(None, universe_size, pick_member(counts.counts, c, rng))
 

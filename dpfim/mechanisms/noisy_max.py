@@ -197,7 +197,7 @@ class Groups:
     Known groups: the distinct counts >= the counting engine's threshold s, each with its
     multiplicity. Everything else (counts < s, and the zero-count itemsets of the universe) is
     the rest, of multiplicity K - (known itemsets), bounded by count s - 1. Once the counts are
-    complete the rest is the zero group, count 0 exactly.
+    complete the rest is the zero group, count 0 exactly (clipped at t: count t exactly).
 
     With `unlisted` and `floor` s* (docs/privacy.md §12, "Below the floor"): the known groups
     are the counts >= s* only, the engine is never asked below s*, and the rest R (every
@@ -237,10 +237,14 @@ class Groups:
         # floats for scheduling the tail-bound checks only (never for a decision)
         self.values_f = np.asarray(self.values, dtype=np.float64)
         self.listed_suffix_f = np.cumsum(np.asarray(self.mult, dtype=np.float64)[::-1])[::-1]
+        # once complete the rest counts exactly rest_value: 0, or the clip floor t (the counts
+        # are max(c, t) then, docs/privacy.md §1.1); below the floor s* it is dominated by
+        # d = max(s* - 1, t) (with a clip, t >= s*: every unlisted itemset counts t exactly)
+        self.rest_value = self.counts.clipped_at if self.counts.complete else 0
         if self.floor is not None and self.below_floor:
-            self.rest_bound = self.floor - 1  # the dominating count of R, exact
+            self.rest_bound = max(self.floor - 1, self.rest_value)  # R's dominating count
         else:
-            self.rest_bound = 0 if self.counts.complete else self._threshold() - 1
+            self.rest_bound = self.rest_value if self.counts.complete else self._threshold() - 1
 
     @property
     def below_floor(self) -> bool:
@@ -311,8 +315,9 @@ class _Draws:
             key = unlisted.draw(self._rng)  # uniform over the round's universe
             if key in self._keys:
                 continue
-            c = unlisted.count(key)
-            if c >= floor:  # a listed itemset: not in R
+            c = unlisted.count(key)  # max(c, t) once clipped at t
+            clip = self._groups.counts.clipped_at
+            if (c > clip) if clip else (c >= floor):  # a listed itemset: not in R
                 continue
             self._drawn.append(Named(key, c))
             self._keys.add(key)
@@ -370,8 +375,8 @@ def _walk(
         if found is None:
             return best
         g, lam = found
-        if g == len(groups.values):  # the zero-count rest
-            c, m = 0, groups.rest
+        if g == len(groups.values):  # the zero-count rest (count t once clipped)
+            c, m = groups.rest_value, groups.rest
         else:
             c, m = groups.values[g], groups.mult[g]
         v = _group_max(c, m, noise, uniforms.take(), prec, lam)
@@ -517,7 +522,7 @@ def _first_above(
                 continue  # more known groups now; g is still the first unprocessed one
             if listed_only:
                 return None
-            c, m = 0, groups.rest  # complete: the zero-count itemsets
+            c, m = groups.rest_value, groups.rest  # complete: the zero (or clipped) group
             if m == 0:
                 return None
         else:

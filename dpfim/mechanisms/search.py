@@ -108,8 +108,8 @@ def _walk(
         if ell + 1 <= known:
             c = int(counts.counts[ell])
             end_count = int(np.searchsorted(neg, -c, side="right")) - 1
-        elif counts.complete:
-            c, end_count = 0, last_rank
+        elif counts.complete:  # past the rows: count 0, or the clip floor t
+            c, end_count = counts.clipped_at, last_rank
         else:
             if _tail_below(ell, base, lam_sum, e, split, hz):
                 return 0

@@ -23,15 +23,15 @@ from dpfim.samplers.rng import RandomSource
 MAX_EXPECTED_ROUNDS = 32.0
 
 
-def groups(counts: np.ndarray, ell: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct counts among the top l (descending; 0 for ranks past the nonzero ones) and how
-    many of the l candidates have each. The boundary count enters with its multiplicity inside
-    the top l, not its full tie-set size."""
+def groups(counts: np.ndarray, ell: int, rest: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct counts among the top l (descending; `rest` for ranks past the listed ones: 0,
+    or the clip floor t of clipped counts) and how many of the l candidates have each. The
+    boundary count enters with its multiplicity inside the top l, not its full tie-set size."""
     top = counts[: min(ell, len(counts))]
     values, mult = np.unique(top, return_counts=True)
     values, mult = values[::-1].astype(np.int64), mult[::-1].astype(np.int64)
     if ell > len(top):
-        values = np.append(values, 0)
+        values = np.append(values, rest)
         mult = np.append(mult, ell - len(top))
     return values, mult
 
@@ -44,11 +44,14 @@ def expected_rounds(values: np.ndarray, mult: np.ndarray, alpha_a: Fraction) -> 
     return math.inf if weight == 0 else float(mult.sum()) / weight
 
 
-def select_count(counts: np.ndarray, ell: int, alpha_a: Fraction, rng: RandomSource) -> int:
-    """The count of the selected candidate (0: a zero-count candidate)."""
-    values, mult = groups(counts, ell)
+def select_count(
+    counts: np.ndarray, ell: int, alpha_a: Fraction, rng: RandomSource, rest: int = 0
+) -> int:
+    """The count of the selected candidate (`rest`: a candidate past the listed rows, of count
+    0 or, clipped, t; listed rows count more)."""
+    values, mult = groups(counts, ell, rest)
     if expected_rounds(values, mult, alpha_a) <= MAX_EXPECTED_ROUNDS:
-        return _by_rejection(counts, ell, alpha_a, rng)
+        return _by_rejection(counts, ell, alpha_a, rng, rest)
     return _by_inversion(values, mult, alpha_a, rng)
 
 
@@ -62,12 +65,14 @@ def pick_member(counts: np.ndarray, c: int, rng: RandomSource) -> int:
     return lo + rng.randbelow(hi - lo)
 
 
-def _by_rejection(counts: np.ndarray, ell: int, alpha_a: Fraction, rng: RandomSource) -> int:
+def _by_rejection(
+    counts: np.ndarray, ell: int, alpha_a: Fraction, rng: RandomSource, rest: int = 0
+) -> int:
     """Propose a rank uniformly in the top l, accept with exp(-alpha_a (c(1) - c)/2)."""
-    c1 = int(counts[0]) if len(counts) else 0
+    c1 = int(counts[0]) if len(counts) else rest
     while True:
         r = rng.randbelow(ell)
-        c = int(counts[r]) if r < len(counts) else 0
+        c = int(counts[r]) if r < len(counts) else rest
         if bernoulli_exp_neg(alpha_a * (c1 - c) / 2, rng):
             return c
 
