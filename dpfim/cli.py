@@ -89,9 +89,9 @@ def _parse_conf(pairs: Any) -> Any:
 
 CURATOR = "curator-only, not private"
 NO_CAP_WARNING = (
-    "warning: --max-record-items none keeps whole records: one long record can then decide "
-    "whether the run runs out of memory (exit 6), which is outside the guarantee "
-    "(docs/privacy.md, Record-length cap)"
+    "warning: --max-record-items none keeps whole records: one long record can then add "
+    "C(items, r) candidates, and the run time (and the memory the records take) depends on it "
+    "without bound, which is outside the guarantee (docs/privacy.md, Record-length cap)"
 )
 SEED_WARNING = (
     f"warning ({CURATOR}): --seed makes this run reproducible and NOT private; "
@@ -231,8 +231,8 @@ def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]]
             default=None,
             metavar="B|none",
             help="Keep a uniformly random B items of longer records (record-local; keeps the "
-            "guarantee) [default: 64]. 'none' keeps whole records: whether a run runs out of "
-            "memory then depends on the data.",
+            "guarantee) [default: 64]. 'none' keeps whole records: one long record can then "
+            "decide the run time.",
         ),
         click.option(
             "--universe-items",
@@ -273,7 +273,8 @@ def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]]
             default=None,
             metavar="SIZE",
             help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most "
-            "8G]. Exact counting that cannot fit stops with exit 6.",
+            "8G]. Sets how many itemsets the counting holds; past that the counts are clipped "
+            "(docs/privacy.md 1.2), never a stop.",
         ),
         click.option(
             "--seed",
@@ -361,8 +362,8 @@ def mine(input_path: str, **opt: Any) -> None:
     The answer may be "none" ("itemset": null) when no itemset leads by a clear margin.
     With --top K: "itemsets", up to K distinct itemsets in rank order.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
-    4 budget exhausted, 5 ledger not writable, 6 out of memory (exact counting does not fit
-    --max-memory), 7 result not writable, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM),
+    4 budget exhausted, 5 ledger not writable, 6 out of memory (the machine's memory ran out
+    holding the data), 7 result not writable, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM),
     129 hung up (SIGHUP).
 
     \b

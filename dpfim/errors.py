@@ -6,8 +6,9 @@ Exit codes (documented in docs/cli.md):
   3  data error: input that does not parse, a damaged ledger
   4  budget exhausted: the persistent ledger refuses the run
   5  the persistent ledger cannot be written (ledger.LedgerWriteError)
-  6  out of memory (ResourceError): exact counting does not fit in --max-memory, or memory ran
-     out; the message names the phase and what to do. dpfim never approximates
+  6  out of memory (ResourceError): the machine's memory ran out (holding the records, or
+     counting with a --max-memory above what the machine has); the message names the phase and
+     what to do. Counting itself clips at its row budget instead (docs/privacy.md §1.2)
   7  the result cannot be written (OutputError): closed stdout, full disk, -o write failure
   129 hung up (SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM)
 """
@@ -94,8 +95,8 @@ _PHASES = {
     ),
     "counting": (
         "counting exactly",
-        "a record with many items has C(items, r) r-subsets: pass --max-record-items B to keep "
-        "a uniformly random B items of longer records (keeps the guarantee)",
+        "--max-memory is above what this machine has free: lower it (the counting then "
+        "clips earlier; docs/privacy.md 1.2) or use a machine with more memory",
     ),
 }
 
