@@ -469,7 +469,7 @@ def test_out_of_memory_names_the_phase_and_the_fix(
     if phase == "reading":
         assert "while reading the input" in err
     else:
-        assert "while counting exactly" in err and "--max-record-items" in err
+        assert "while counting exactly" in err and "--max-memory" in err
 
 
 def test_ctrl_c_says_interrupted_and_that_the_spend_stays_counted(tmp_path: Path) -> None:
