@@ -12,9 +12,26 @@ the records in batches: each batch is restricted to the frequent items, the cand
 number of keys, whatever the number or the length of the records, and the slices are counted into
 an exact int64 accumulator: a dense array when the key space is small, else sorted (key, count)
 runs merged as they grow. Scratch memory is therefore bounded by a constant (`scratch_bytes`,
-default 256 MiB, at most an eighth of the memory budget); only the accumulator grows, with the
-number of distinct candidates, and when it would not fit in the budget the count stops with a
-ResourceError (dpfim never approximates).
+default 256 MiB, at most an eighth of the memory budget).
+
+Candidates cost time, never memory. The sparse accumulator has a fixed byte budget A
+(`accumulator_bytes`: half of the room the budget leaves after the records and two scratch
+budgets, `BYTES_PER_DISTINCT` bytes a distinct key; the other half is for the itemsets held).
+When a level's distinct candidates outgrow A, the level is recounted in P = 2, 4, 8, … passes:
+pass p counts only the keys of hash class p (the top log2 P bits of key x 0x9E3779B97F4A7C15
+as uint64: keys = prefix x width + item cluster, so the key itself modulo P would not spread
+them), keeps the keys counted at least s times, and the kept keys of all classes are merged,
+ascending: exactly a one-pass count. A pass that overflows A is abandoned and its class split in
+two (class p of P is classes 2p and 2p + 1 of 2P, so the finished classes stand). Whether a
+count succeeds is thus never decided by the number of candidates (one record can move it without
+bound: docs/privacy.md §1.1); only its time is. What is held is: the frequent k-itemsets of each
+level (k = 2..r) at the threshold. `held_limit` (rows, None: no limit) caps their running total:
+past it `_count_at` raises topdown.HeldCap before allocating more (also mid-pass, as soon as the
+keys already counted s times exceed it), and `level_supports` reports, after every count at s,
+the supports of the frequent k-itemsets for k = 2..r, so that the number held at any s2 >= s is
+sum(count_nonzero(level >= s2)). Every level counts the true supports (the records with at least
+k frequent items; the cached projection keeps the records with at least two of its items), so
+these do not depend on which thresholds were counted before.
 
 When the frequent items hold at most half of the occurrences, the records restricted to them are
 cached as a projection (at a lower threshold s/8), so that later levels and the next lowerings
@@ -38,8 +55,7 @@ import numpy as np
 
 from dpfim.counts import Counts
 from dpfim.engines import Opened
-from dpfim.engines.topdown import TopDown, next_threshold
-from dpfim.errors import ResourceError
+from dpfim.engines.topdown import HeldCap, TopDown, next_threshold
 from dpfim.readers import Records
 from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
@@ -55,6 +71,11 @@ DEFAULT_SCRATCH = 256 * MiB
 BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
+# The accumulator budget is never below this many distinct keys (a tiny --max-memory still
+# progresses, in more passes).
+MIN_DISTINCT = 1024
+# Fibonacci hashing: the odd multiplier spreads clustered keys over the top bits.
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
 # their dense tables fit; below it numba's import (~0.5 s CPU) costs more than it saves
 # (measured crossovers: ~10 M occurrences at r = 3, between 30 M and 100 M at r = 2).
@@ -101,7 +122,16 @@ class SupportIndex(TopDown):
     max_memory: the budget in bytes (default: default_max_memory()); scratch_bytes: the bound on
     the per-slice scratch (default min(256 MiB, max_memory / 8)); tests make it tiny.
     compiled: use the numba kernels (None: from COMPILED_MIN occurrences on, if numba imports).
+    accumulator_bytes: the sparse accumulator's budget A (default: half the room left, see the
+    module docstring); tests make it tiny to force partitioned passes.
+
+    held_limit: the most frequent k-itemsets (k = 2..r, summed) one count may hold, or None;
+    past it `_count_at` raises HeldCap. level_supports: after every count at s, the supports of
+    the frequent k-itemsets at s for k = 2..r (int64; [] for r = 1). partitions: the largest
+    number of hash classes P a level of the last count needed (1: every level in one pass).
     """
+
+    held_limit: int | None = None
 
     def __init__(
         self,
@@ -112,6 +142,7 @@ class SupportIndex(TopDown):
         max_memory: int | None = None,
         scratch_bytes: int | None = None,
         compiled: bool | None = None,
+        accumulator_bytes: int | None = None,
     ) -> None:
         self.n = records.n
         self.items = records.items  # ids are the records' ids: fixed (contract invariant 3)
@@ -127,6 +158,11 @@ class SupportIndex(TopDown):
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        if accumulator_bytes is None:
+            accumulator_bytes = max(self._room // 2, MIN_DISTINCT * BYTES_PER_DISTINCT)
+        self.accumulator_bytes = max(int(accumulator_bytes), BYTES_PER_DISTINCT)  # one key
+        self.level_supports: list[np.ndarray] = []
+        self.partitions = 1
         t0 = time.perf_counter()  # the counting time includes numba's import
         big = len(records.indices) >= COMPILED_MIN.get(size, COMPILED_MIN_DEEP) and size > 1
         self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
@@ -204,17 +240,26 @@ class SupportIndex(TopDown):
             r0 = r1
 
     def _count_at(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        counts, itemsets = self._enumerate(s)
+        counts, itemsets, supports = self._enumerate(s)
+        self.level_supports = supports  # only once the count is complete (HeldCap: unchanged)
         return counts, itemsets, itemsets  # ids are first-appearance positions: ties by them
 
-    def _enumerate(self, s: int) -> tuple[np.ndarray, np.ndarray]:
-        """All r-itemsets with support >= s: (supports, item ids)."""
+    def _lower(self, s: int) -> None:
+        super()._lower(s)
+        if self.level_supports:  # the sorted copy: the unsorted one can go
+            self.level_supports[-1] = self.counts
+
+    def _enumerate(self, s: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """All r-itemsets with support >= s: (supports, item ids, the supports of the frequent
+        k-itemsets for k = 2..r). Raises HeldCap past held_limit."""
         frequent = np.flatnonzero(self.item_support >= s)
+        self.partitions = 1
         if self.size == 1:
-            return self.item_support[frequent], frequent.reshape(-1, 1).astype(np.int32)
-        empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
+            return self.item_support[frequent], frequent.reshape(-1, 1).astype(np.int32), []
+        supports = [np.zeros(0, dtype=np.int64) for _ in range(self.size - 1)]
+        empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32), supports
         width = len(frequent)
-        if width < self.size:
+        if width < 2:  # no pair: every level is empty (fewer than r items still hold pairs)
             return empty
         src = self._source_for(s)
         if src.items is None:
@@ -226,14 +271,17 @@ class SupportIndex(TopDown):
         levels: list[_Lookup] = []  # frequent keys of sizes 2..k-1
         rows = np.arange(width, dtype=np.int64).reshape(-1, 1)  # local ids of the level's sets
         counts = np.zeros(0, dtype=np.int64)
+        held = 0
         for k in range(2, self.size + 1):
-            keys, counts = self._count_level(src, remap, width, levels, k, s)
+            keys, counts = self._count_level(src, remap, width, levels, k, s, held)
+            held += len(keys)
+            supports[k - 2] = counts
             if len(keys) == 0:
                 return empty
             space = width * (width if k == 2 else len(levels[-1].keys))
             levels.append(_Lookup(keys, space, self._slice))
             rows = np.column_stack((rows[keys // width], keys % width))
-        return counts, frequent[rows].astype(np.int32)
+        return counts, frequent[rows].astype(np.int32), supports
 
     def _source_for(self, s: int) -> _Source:
         """The records to count at threshold s: a cached projection onto the items with
@@ -255,6 +303,8 @@ class SupportIndex(TopDown):
         items = np.flatnonzero(self.item_support >= s_p)
         remap = np.full(self._n_items, -1, dtype=np.int32)
         remap[items] = np.arange(len(items), dtype=np.int32)
+        # records with fewer than two of the items are dropped (no level counts them; not
+        # fewer than r: the pair supports stay true supports, see level_supports)
         # written in place: the projection's ids are at most the projected items' supports
         # (a record keeps its projected items, or none), its records at most n; lengths go
         # straight into indptr[1:], summed at the end (untouched room is never resident)
@@ -270,12 +320,12 @@ class SupportIndex(TopDown):
                     remap,
                     r0,
                     r1,
-                    self.size,
+                    2,
                     cols_out[n_cols:],
                     indptr[1 + n_rows :],
                 )
             else:
-                cols, lens = self._project(self._full, remap, r0, r1, self.size)
+                cols, lens = self._project(self._full, remap, r0, r1, 2)
                 got_cols, got_rows = len(cols), len(lens)
                 cols_out[n_cols : n_cols + got_cols] = cols
                 indptr[1 + n_rows : 1 + n_rows + got_rows] = lens
@@ -299,34 +349,85 @@ class SupportIndex(TopDown):
         levels: list[_Lookup],
         k: int,
         s: int,
+        held: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
-        (keys ascending, supports). A key is (prefix id) * width + last item."""
+        (keys ascending, supports). A key is (prefix id) * width + last item. `held`: the
+        frequent keys of the levels before; HeldCap once they and these exceed held_limit."""
         n_prefixes = width if k == 2 else len(levels[-1].keys)
-        acc = _Accumulator(n_prefixes * width, self._scratch, self._room, self.size, s)
-        bar = self._bar(f"counting {k}-itemsets (s={s})")
-        self.passes += 1
-        tables = self._flat_tables(levels) if acc.dense is not None else None
-        if self._kernels is not None and acc.dense is not None and tables is not None:
-            self._count_compiled(src, remap, width, tables, k, acc.dense, bar)
-            return acc.result()
+        space = n_prefixes * width
+        limit = self.held_limit
+        if space * 8 <= min(self._room // 2, self._scratch):  # dense: bounded by the scratch
+            acc = _Accumulator(space, self._scratch, s, dense=True)
+            self.passes += 1
+            tables = self._flat_tables(levels)
+            if self._kernels is not None and tables is not None:
+                bar = self._bar(f"counting {k}-itemsets (s={s})")
+                self._count_compiled(src, remap, width, tables, k, acc.out, bar)
+            else:
+                self._count_class(src, remap, width, levels, k, acc, 0, 0, "")
+            keys, counts = acc.result()
+            _check_held(held + len(keys), limit, s)
+            return keys, counts
+        # sparse: hash classes 0..2**bits-1, each counted in one pass within the budget
+        bits, p = 0, 0
+        kept: list[tuple[np.ndarray, np.ndarray]] = []
+        while p < 1 << bits:
+            room = None if limit is None else limit - held
+            acc = _Accumulator(space, self._scratch, s, budget=self.accumulator_bytes, room=room)
+            self.passes += 1
+            label = f" pass {p + 1}/{1 << bits}" if bits else ""
+            try:
+                self._count_class(src, remap, width, levels, k, acc, bits, p, label)
+                keys, counts = acc.result()
+            except _Overflow:
+                bits, p = bits + 1, 2 * p  # class p of 2**bits is classes 2p, 2p + 1 of twice
+                self.partitions = max(self.partitions, 1 << bits)
+                continue
+            held += len(keys)
+            _check_held(held, limit, s)
+            kept.append((keys, counts))
+            p += 1
+        if len(kept) == 1:
+            return kept[0]
+        keys = np.concatenate([kk for kk, _ in kept])
+        counts = np.concatenate([c for _, c in kept])
+        del kept
+        order = np.argsort(keys)
+        return keys[order], counts[order]
+
+    def _count_class(
+        self,
+        src: _Source,
+        remap: np.ndarray,
+        width: int,
+        levels: list[_Lookup],
+        k: int,
+        acc: _Accumulator,
+        bits: int,
+        p: int,
+        label: str,
+    ) -> None:
+        """One pass over src: the candidate keys of level k of hash class p (of 2**bits; all
+        of them when bits == 0) into acc."""
+        bar = self._bar(f"counting {k}-itemsets (s={acc.s}){label}")
+        shift = np.uint64(64 - bits)
+        want = np.uint64(p)
         for r0, r1 in self._batches(src):
             if bar is not None:
                 bar.update(r1 - r0)
             cols, lengths = self._project(src, remap, r0, r1, k)
             if len(cols) == 0:
                 continue
-            if k == 2:  # one record's pairs are distinct candidates already
-                longest = int(lengths.max())
-                acc.require(longest * (longest - 1) // 2)
             ends = np.repeat(np.cumsum(lengths), lengths)
             ids = cols.astype(np.int64)
             pos = np.arange(len(cols), dtype=np.int64)
             for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
+                if bits:
+                    keys = keys[(keys.view(np.uint64) * GOLDEN) >> shift == want]
                 acc.add(keys)
         if bar is not None:
             bar.close()
-        return acc.result()
 
     def _flat_tables(self, levels: list[_Lookup]) -> tuple[np.ndarray, np.ndarray] | None:
         """The dense lookup tables of levels 2..k-1 in one array, with offsets[j] the start of
@@ -510,18 +611,36 @@ def _partners(
         start = stop
 
 
-class _Accumulator:
-    """Exact int64 counts of candidate keys in [0, space): dense when small, else sorted runs."""
+class _Overflow(Exception):
+    """A sparse pass's distinct keys outgrew the accumulator budget: split its hash class."""
 
-    def __init__(self, space: int, scratch: int, room: int, size: int, s: int) -> None:
-        self.dense: np.ndarray | None = None
-        self._size = size
-        self._s = s
+
+def _check_held(held: int, limit: int | None, s: int) -> None:
+    if limit is not None and held > limit:
+        raise HeldCap(f"the itemsets held at threshold {s} exceed held_limit")
+
+
+class _Accumulator:
+    """Exact int64 counts of candidate keys in [0, space): a dense array (dense=True), else
+    sorted runs within `budget` bytes (past it: _Overflow). room: how many more keys counted s
+    times may be held (None: no limit); past it HeldCap, as soon as a merge shows it."""
+
+    def __init__(
+        self,
+        space: int,
+        scratch: int,
+        s: int,
+        *,
+        dense: bool = False,
+        budget: int = 0,
+        room: int | None = None,
+    ) -> None:
+        self.s = s
+        self.out = np.zeros(space if dense else 0, dtype=np.int64)
+        self._dense = dense
+        self._budget = budget
         self._room = room
         self._slice = max(16, scratch // BYTES_PER_KEY)
-        if space * 8 <= min(room // 2, scratch):
-            self.dense = np.zeros(space, dtype=np.int64)
-        self._space = space
         self._keys = np.zeros(0, dtype=np.int64)
         self._counts = np.zeros(0, dtype=np.int64)
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
@@ -530,26 +649,14 @@ class _Accumulator:
     def add(self, keys: np.ndarray) -> None:
         if len(keys) == 0:
             return
-        if self.dense is not None:
-            np.add.at(self.dense, keys, 1)
+        if self._dense:
+            np.add.at(self.out, keys, 1)
             return
         uniq, cnt = np.unique(keys, return_counts=True)
         self._pending.append((uniq, cnt.astype(np.int64)))
         self._pending_len += len(uniq)
         if self._pending_len >= max(len(self._keys), self._slice):
             self._merge()
-
-    def require(self, distinct: int) -> None:
-        """At least `distinct` different keys will be counted: stop now if they cannot fit."""
-        if self.dense is None and distinct * BYTES_PER_DISTINCT > self._room:
-            self._refuse()
-
-    def _refuse(self) -> None:
-        raise ResourceError(
-            f"exact counting of the {self._size}-itemsets does not fit in --max-memory; dpfim "
-            "never approximates: cap the record length with --max-record-items B (a private, "
-            "record-local truncation), or raise --max-memory"
-        )
 
     def _merge(self) -> None:
         if not self._pending:
@@ -562,16 +669,18 @@ class _Accumulator:
         first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         self._keys = keys[first]
         self._counts = np.add.reduceat(counts, first) if len(first) else counts[:0]
-        if len(self._keys) * BYTES_PER_DISTINCT > self._room:
-            self._refuse()
+        if self._room is not None:  # counts only grow: these are held already
+            _check_held(int(np.count_nonzero(self._counts >= self.s)), self._room, self.s)
+        if len(self._keys) * BYTES_PER_DISTINCT > self._budget:
+            raise _Overflow
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys ascending, counts) of the keys counted at least s times."""
-        if self.dense is not None:
-            found = np.flatnonzero(self.dense >= self._s)
-            return found.astype(np.int64), self.dense[found]
+        if self._dense:
+            found = np.flatnonzero(self.out >= self.s)
+            return found.astype(np.int64), self.out[found]
         self._merge()
-        hit = self._counts >= self._s
+        hit = self._counts >= self.s
         return self._keys[hit], self._counts[hit]
 
 

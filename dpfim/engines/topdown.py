@@ -18,6 +18,13 @@ import numpy as np
 from dpfim.counts import Unlisted, tie_order
 
 
+class HeldCap(Exception):
+    """Raised by an engine's `_count_at` when the itemsets it would hold at a threshold exceed
+    its `held_limit` (rows): the count stops before allocating more, and the engine keeps what
+    it knew at its previous threshold. Not a user-facing error: the caller decides (the private
+    memory floor, docs/privacy.md §1.1)."""
+
+
 def next_threshold(threshold: int, counts: np.ndarray, planned: int, depth: int) -> int:
     """The next threshold: half the current one, or a quarter or an eighth of it when the
     growth seen so far (itemsets at s against at 2s) predicts that one halving gives fewer
