@@ -194,7 +194,7 @@ def test_without_the_cap_the_long_record_decides_the_run_time_and_the_user_is_to
 
     def spy(self: local.SupportIndex, *a: object, **k: object) -> object:
         out = real(self, *a, **k)  # type: ignore[arg-type]
-        passes.append(self.partition_passes)
+        passes.append(self.partitions)
         return out
 
     with pytest.MonkeyPatch.context() as mp:
@@ -227,28 +227,28 @@ def _memory_boundary_pair(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_memory_boundary_pair_is_a_boundary(tmp_path: Path) -> None:
     """The pair sits at the budget's own boundary (docs/privacy.md §1.2): at --max-memory 16M
-    the search reaches a threshold where D's pairs fit the row budget and D2's (one line
-    replaced by a 64-item record) do not, so D2's counts are clipped and D's are not. Until
-    issue 23 this pair exited 0 on D and 6 on D2, every time; the test below is about a real
-    boundary."""
+    the search reaches a threshold where D2's candidate pairs (one line replaced by a 64-item
+    record) outgrow what D's fit in. Until issue 23 that decided the exit status (0 on D, 6 on
+    D2, every time); now it decides only how many hash-class passes each takes, so the test
+    below is about a real boundary."""
     from dpfim.engines import local
     from tests.cli_run import run
 
     d, d2 = _memory_boundary_pair(tmp_path)
     args = ["--eps", "1", "--delta", "1e-6", "--max-memory", "16M", "-q", "--seed", "1"]
-    floors: dict[Path, int] = {}
+    classes: dict[Path, int] = {}
     real = local.SupportIndex._lower
 
     def spy(self: local.SupportIndex, s: int) -> None:
         real(self, s)
-        floors[current] = self.clipped_at
+        classes[current] = max(classes.get(current, 1), self.partitions)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(local.SupportIndex, "_lower", spy)
         for current in (d, d2):
-            code, out, err = run(["mine", str(current), *args])
+            code, _, err = run(["mine", str(current), *args])
             assert code == 0, err
-    assert floors[d] == 0 and floors[d2] > 0
+    assert classes[d2] > classes[d], classes
 
 
 def test_one_b_item_record_at_the_memory_boundary_does_not_decide_the_exit_status(

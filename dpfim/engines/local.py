@@ -12,9 +12,28 @@ the records in batches: each batch is restricted to the frequent items, the cand
 number of keys, whatever the number or the length of the records, and the slices are counted into
 an exact int64 accumulator: a dense array when the key space is small, else sorted (key, count)
 runs merged as they grow. Scratch memory is therefore bounded by a constant (`scratch_bytes`,
-default 256 MiB, at most an eighth of the memory budget); only the accumulator grows, with the
-number of distinct candidates, and when it would not fit in the budget the count stops with a
-ResourceError (dpfim never approximates).
+default 256 MiB, at most an eighth of the memory budget).
+
+Candidates cost time, never memory. The sparse accumulator has a fixed byte budget A
+(`accumulator_bytes`: half of the room the budget leaves after the records and two scratch
+budgets, `BYTES_PER_DISTINCT` bytes a distinct key; the other half is for the itemsets held).
+When a level's distinct candidates outgrow A, the level is recounted in P = 2, 4, 8, … passes:
+pass p counts only the keys of hash class p (the top log2 P bits of key x 0x9E3779B97F4A7C15
+as uint64: keys = prefix x width + item cluster, so the key itself modulo P would not spread
+them), keeps the keys counted at least s times, and the kept keys of all classes are merged,
+ascending: exactly a one-pass count. A pass that overflows A is abandoned and its class split in
+two (class p of P is classes 2p and 2p + 1 of 2P, so the finished classes stand). Whether a
+count succeeds is thus never decided by the number of candidates (one record can move it without
+bound: docs/privacy.md §1.2); only its time is.
+
+What is held is the frequent k-itemsets of each level (k = 2..r) at the threshold, at most a
+public row budget N of them a level (`row_budget`, from --max-memory alone). A level that has
+more keeps the N or fewer with support above its (N + 1)-th largest support, found while its
+classes are counted (a running floor: a class pass never keeps keys at or below it), and the
+count is clipped at T, the largest such floor over the levels (`TopDown`, docs/privacy.md §1.2).
+Every level counts true supports (the records with at least k frequent items; the cached
+projection keeps the records with at least two of its items), so T is a function of the data
+alone, whatever thresholds were counted before.
 
 When the frequent items hold at most half of the occurrences, the records restricted to them are
 cached as a projection (at a lower threshold s/8), so that later levels and the next lowerings
@@ -39,7 +58,6 @@ import numpy as np
 from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.topdown import TopDown, next_threshold
-from dpfim.errors import ResourceError
 from dpfim.readers import Records
 from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
@@ -55,21 +73,26 @@ DEFAULT_SCRATCH = 256 * MiB
 BYTES_PER_KEY = 96
 # A sparse accumulator holds (key, count) int64 pairs and needs ~3 copies while merging.
 BYTES_PER_DISTINCT = 48
+# The accumulator budget is never below this many distinct keys (a tiny --max-memory still
+# progresses, in more passes).
+MIN_DISTINCT = 1024
+# Fibonacci hashing: the odd multiplier spreads clustered keys over the top bits.
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-# Bytes one held itemset of size r costs at most while it is kept and ranked: key and count
-# (int64 each), its row of ids (int64 while built, int32 kept), the tie order and the previous
-# threshold's copy. The row budget (`row_budget`) is a quarter of --max-memory at this price.
 def row_bytes(size: int) -> int:
+    """Bytes one held itemset of size r costs at most while it is kept and ranked: key and
+    count (int64 each), its row of ids (int64 while built, int32 kept), the tie order and the
+    previous threshold's copy."""
     return 64 + 16 * size
 
 
 def row_budget(max_memory: int, size: int, engines: int = 1) -> int:
     """N: how many itemsets of one level (2..size) an engine may hold, from public quantities
     only (--max-memory, the itemset size, how many sizes are counted): a quarter of the
-    budget, split evenly among the engines and their levels. When a lowering would need more,
-    the engine clips at the level's (N + 1)-th largest support instead (docs/privacy.md §1.1);
-    never a function of the data, so the data decides only how deep the counts go."""
+    budget at row_bytes(size) a row, split evenly among the engines and their levels. When a
+    lowering would need more, the engine clips (docs/privacy.md §1.2): never a function of the
+    data, so the data decides how deep the counts go, never whether they exist."""
     return max(1, (max_memory // 4) // (engines * max(1, size - 1) * row_bytes(size)))
 
 
@@ -119,6 +142,12 @@ class SupportIndex(TopDown):
     max_memory: the budget in bytes (default: default_max_memory()); scratch_bytes: the bound on
     the per-slice scratch (default min(256 MiB, max_memory / 8)); tests make it tiny.
     compiled: use the numba kernels (None: from COMPILED_MIN occurrences on, if numba imports).
+    accumulator_bytes: the sparse accumulator's budget A (default: half the room left, see the
+    module docstring); tests make it tiny to force partitioned passes.
+
+    rows: the row budget N a level (default: row_budget(max_memory, size)); tests make it tiny.
+    partitions: the largest number of hash classes P a level of the last count needed (1: every
+    level in one pass).
     """
 
     def __init__(
@@ -130,6 +159,7 @@ class SupportIndex(TopDown):
         max_memory: int | None = None,
         scratch_bytes: int | None = None,
         compiled: bool | None = None,
+        accumulator_bytes: int | None = None,
         rows: int | None = None,
     ) -> None:
         self.n = records.n
@@ -139,7 +169,6 @@ class SupportIndex(TopDown):
         self._indptr = records.indptr
         self._indices = records.indices
         self.max_memory = default_max_memory() if max_memory is None else int(max_memory)
-        # the public row budget per level (tests may make it tiny)
         self.row_budget = row_budget(self.max_memory, size) if rows is None else int(rows)
         scratch = min(DEFAULT_SCRATCH, self.max_memory // 8)
         if scratch_bytes is not None:
@@ -148,6 +177,10 @@ class SupportIndex(TopDown):
         self._slice = max(16, scratch // (BYTES_PER_KEY * size))
         data_bytes = records.indptr.nbytes + records.indices.nbytes
         self._room = max(scratch, self.max_memory - data_bytes - 2 * scratch)
+        if accumulator_bytes is None:
+            accumulator_bytes = max(self._room // 2, MIN_DISTINCT * BYTES_PER_DISTINCT)
+        self.accumulator_bytes = max(int(accumulator_bytes), BYTES_PER_DISTINCT)  # one key
+        self.partitions = 1
         t0 = time.perf_counter()  # the counting time includes numba's import
         big = len(records.indices) >= COMPILED_MIN.get(size, COMPILED_MIN_DEEP) and size > 1
         self._kernels: Any = _load_compiled() if (compiled or (compiled is None and big)) else None
@@ -229,13 +262,15 @@ class SupportIndex(TopDown):
         return counts, itemsets, itemsets  # ids are first-appearance positions: ties by them
 
     def _enumerate(self, s: int) -> tuple[np.ndarray, np.ndarray]:
-        """All r-itemsets with support >= s: (supports, item ids)."""
+        """All r-itemsets with support >= s: (supports, item ids); or, when a level's row
+        budget ran out, those with support > T, with self._clip = T (docs/privacy.md §1.2)."""
         frequent = np.flatnonzero(self.item_support >= s)
+        self.partitions = 1
         if self.size == 1:
             return self.item_support[frequent], frequent.reshape(-1, 1).astype(np.int32)
         empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
         width = len(frequent)
-        if width < self.size:
+        if width < 2:  # no pair: every level is empty (fewer than r items still hold pairs)
             return empty
         src = self._source_for(s)
         if src.items is None:
@@ -250,9 +285,9 @@ class SupportIndex(TopDown):
         clip = 0  # the floor once a level's row budget ran out: max of the levels' c_(N+1)
         for k in range(2, self.size + 1):
             # every k-itemset with support > clip has all its (k-1)-subsets among the rows kept
-            keys, counts = self._count_level(src, remap, width, levels, k, max(s, clip + 1))
-            if len(keys) > self.row_budget:
-                clip = max(clip, _order_statistic(counts, self.row_budget + 1))
+            keys, counts, floor = self._count_level(src, remap, width, levels, k, max(s, clip + 1))
+            if floor > clip:
+                clip = floor
                 keep = counts > clip
                 keys, counts = keys[keep], counts[keep]
             if clip:
@@ -284,6 +319,8 @@ class SupportIndex(TopDown):
         items = np.flatnonzero(self.item_support >= s_p)
         remap = np.full(self._n_items, -1, dtype=np.int32)
         remap[items] = np.arange(len(items), dtype=np.int32)
+        # records with fewer than two of the items are dropped (no level counts them; not
+        # fewer than r: the pair supports stay true supports, so the row budget's floor is)
         # written in place: the projection's ids are at most the projected items' supports
         # (a record keeps its projected items, or none), its records at most n; lengths go
         # straight into indptr[1:], summed at the end (untouched room is never resident)
@@ -299,12 +336,12 @@ class SupportIndex(TopDown):
                     remap,
                     r0,
                     r1,
-                    self.size,
+                    2,
                     cols_out[n_cols:],
                     indptr[1 + n_rows :],
                 )
             else:
-                cols, lens = self._project(self._full, remap, r0, r1, self.size)
+                cols, lens = self._project(self._full, remap, r0, r1, 2)
                 got_cols, got_rows = len(cols), len(lens)
                 cols_out[n_cols : n_cols + got_cols] = cols
                 indptr[1 + n_rows : 1 + n_rows + got_rows] = lens
@@ -328,34 +365,80 @@ class SupportIndex(TopDown):
         levels: list[_Lookup],
         k: int,
         s: int,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """The k-itemsets with support >= s whose (k-1)-prefix is in levels[-1] (k > 2):
-        (keys ascending, supports). A key is (prefix id) * width + last item."""
+        (keys ascending, supports, floor). A key is (prefix id) * width + last item. Past the
+        row budget N only the keys with support > floor are kept, floor being the level's
+        (N + 1)-th largest support (0: the budget held them all)."""
         n_prefixes = width if k == 2 else len(levels[-1].keys)
-        acc = _Accumulator(n_prefixes * width, self._scratch, self._room, self.size, s)
-        bar = self._bar(f"counting {k}-itemsets (s={s})")
-        self.passes += 1
-        tables = self._flat_tables(levels) if acc.dense is not None else None
-        if self._kernels is not None and acc.dense is not None and tables is not None:
-            self._count_compiled(src, remap, width, tables, k, acc.dense, bar)
-            return acc.result()
+        space = n_prefixes * width
+        if space * 8 <= min(self._room // 2, self._scratch):  # dense: bounded by the scratch
+            acc = _Accumulator(space, self._scratch, s, dense=True)
+            self.passes += 1
+            tables = self._flat_tables(levels)
+            if self._kernels is not None and tables is not None:
+                bar = self._bar(f"counting {k}-itemsets (s={s})")
+                self._count_compiled(src, remap, width, tables, k, acc.out, bar)
+            else:
+                self._count_class(src, remap, width, levels, k, acc, 0, 0, "")
+            return _within(*acc.result(), self.row_budget, 0)
+        # sparse: hash classes 0..2**bits-1, each counted in one pass within the budget; the
+        # kept keys never exceed the row budget (a running floor, raised as classes finish)
+        bits, p, floor = 0, 0, 0
+        keys = np.zeros(0, dtype=np.int64)
+        counts = np.zeros(0, dtype=np.int64)
+        while p < 1 << bits:
+            acc = _Accumulator(
+                space, self._scratch, max(s, floor + 1), budget=self.accumulator_bytes
+            )
+            self.passes += 1
+            label = f" pass {p + 1}/{1 << bits}" if bits else ""
+            try:
+                self._count_class(src, remap, width, levels, k, acc, bits, p, label)
+                got_keys, got_counts = acc.result()
+            except _Overflow:
+                bits, p = bits + 1, 2 * p  # class p of 2**bits is classes 2p, 2p + 1 of twice
+                self.partitions = max(self.partitions, 1 << bits)
+                continue
+            keys = np.concatenate([keys, got_keys])
+            counts = np.concatenate([counts, got_counts])
+            keys, counts, floor = _within(keys, counts, self.row_budget, floor)
+            p += 1
+        order = np.argsort(keys)
+        return keys[order], counts[order], floor
+
+    def _count_class(
+        self,
+        src: _Source,
+        remap: np.ndarray,
+        width: int,
+        levels: list[_Lookup],
+        k: int,
+        acc: _Accumulator,
+        bits: int,
+        p: int,
+        label: str,
+    ) -> None:
+        """One pass over src: the candidate keys of level k of hash class p (of 2**bits; all
+        of them when bits == 0) into acc."""
+        bar = self._bar(f"counting {k}-itemsets (s={acc.s}){label}")
+        shift = np.uint64(64 - bits)
+        want = np.uint64(p)
         for r0, r1 in self._batches(src):
             if bar is not None:
                 bar.update(r1 - r0)
             cols, lengths = self._project(src, remap, r0, r1, k)
             if len(cols) == 0:
                 continue
-            if k == 2:  # one record's pairs are distinct candidates already
-                longest = int(lengths.max())
-                acc.require(longest * (longest - 1) // 2)
             ends = np.repeat(np.cumsum(lengths), lengths)
             ids = cols.astype(np.int64)
             pos = np.arange(len(cols), dtype=np.int64)
             for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
+                if bits:
+                    keys = keys[(keys.view(np.uint64) * GOLDEN) >> shift == want]
                 acc.add(keys)
         if bar is not None:
             bar.close()
-        return acc.result()
 
     def _flat_tables(self, levels: list[_Lookup]) -> tuple[np.ndarray, np.ndarray] | None:
         """The dense lookup tables of levels 2..k-1 in one array, with offsets[j] the start of
@@ -490,11 +573,6 @@ class _Lookup:
         return np.where(self.keys[at] == keys, at, -1)
 
 
-def _order_statistic(counts: np.ndarray, rank: int) -> int:
-    """The rank-th largest of counts (1-based; rank <= len(counts))."""
-    return int(np.partition(counts, len(counts) - rank)[len(counts) - rank])
-
-
 def _intersect_size(postings: tuple[np.ndarray, np.ndarray], ids: np.ndarray) -> int:
     """How many records hold every item of `ids` (distinct item ids), from the record lists:
     the shortest list, filtered by binary search in each of the others."""
@@ -544,18 +622,46 @@ def _partners(
         start = stop
 
 
-class _Accumulator:
-    """Exact int64 counts of candidate keys in [0, space): dense when small, else sorted runs."""
+class _Overflow(Exception):
+    """A sparse pass's distinct keys outgrew the accumulator budget: split its hash class."""
 
-    def __init__(self, space: int, scratch: int, room: int, size: int, s: int) -> None:
-        self.dense: np.ndarray | None = None
-        self._size = size
-        self._s = s
-        self._room = room
+
+def _within(
+    keys: np.ndarray, counts: np.ndarray, budget: int, floor: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """At most `budget` keys: if there are more, the floor rises to their (budget + 1)-th
+    largest count and only the keys counted more than it stay. Every key above the floor is
+    kept, so the final floor is the level's true (N + 1)-th largest support."""
+    if len(keys) > budget:
+        floor = max(floor, _order_statistic(counts, budget + 1))
+        keep = counts > floor
+        keys, counts = keys[keep], counts[keep]
+    return keys, counts, floor
+
+
+def _order_statistic(counts: np.ndarray, rank: int) -> int:
+    """The rank-th largest of counts (1-based; rank <= len(counts))."""
+    return int(np.partition(counts, len(counts) - rank)[len(counts) - rank])
+
+
+class _Accumulator:
+    """Exact int64 counts of candidate keys in [0, space): a dense array (dense=True), else
+    sorted runs within `budget` bytes (past it: _Overflow)."""
+
+    def __init__(
+        self,
+        space: int,
+        scratch: int,
+        s: int,
+        *,
+        dense: bool = False,
+        budget: int = 0,
+    ) -> None:
+        self.s = s
+        self.out = np.zeros(space if dense else 0, dtype=np.int64)
+        self._dense = dense
+        self._budget = budget
         self._slice = max(16, scratch // BYTES_PER_KEY)
-        if space * 8 <= min(room // 2, scratch):
-            self.dense = np.zeros(space, dtype=np.int64)
-        self._space = space
         self._keys = np.zeros(0, dtype=np.int64)
         self._counts = np.zeros(0, dtype=np.int64)
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
@@ -564,26 +670,14 @@ class _Accumulator:
     def add(self, keys: np.ndarray) -> None:
         if len(keys) == 0:
             return
-        if self.dense is not None:
-            np.add.at(self.dense, keys, 1)
+        if self._dense:
+            np.add.at(self.out, keys, 1)
             return
         uniq, cnt = np.unique(keys, return_counts=True)
         self._pending.append((uniq, cnt.astype(np.int64)))
         self._pending_len += len(uniq)
         if self._pending_len >= max(len(self._keys), self._slice):
             self._merge()
-
-    def require(self, distinct: int) -> None:
-        """At least `distinct` different keys will be counted: stop now if they cannot fit."""
-        if self.dense is None and distinct * BYTES_PER_DISTINCT > self._room:
-            self._refuse()
-
-    def _refuse(self) -> None:
-        raise ResourceError(
-            f"exact counting of the {self._size}-itemsets does not fit in --max-memory; dpfim "
-            "never approximates: cap the record length with --max-record-items B (a private, "
-            "record-local truncation), or raise --max-memory"
-        )
 
     def _merge(self) -> None:
         if not self._pending:
@@ -596,16 +690,16 @@ class _Accumulator:
         first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         self._keys = keys[first]
         self._counts = np.add.reduceat(counts, first) if len(first) else counts[:0]
-        if len(self._keys) * BYTES_PER_DISTINCT > self._room:
-            self._refuse()
+        if len(self._keys) * BYTES_PER_DISTINCT > self._budget:
+            raise _Overflow
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys ascending, counts) of the keys counted at least s times."""
-        if self.dense is not None:
-            found = np.flatnonzero(self.dense >= self._s)
-            return found.astype(np.int64), self.dense[found]
+        if self._dense:
+            found = np.flatnonzero(self.out >= self.s)
+            return found.astype(np.int64), self.out[found]
         self._merge()
-        hit = self._counts >= self._s
+        hit = self._counts >= self.s
         return self._keys[hit], self._counts[hit]
 
 
