@@ -40,13 +40,16 @@ records_strategy = st.lists(st.lists(st.sampled_from("abcdefghij"), max_size=10)
     r=st.integers(1, 5),
     scratch=st.sampled_from([1, 200, 3000, None]),
     depths=st.lists(st.integers(1, 80), max_size=3),
+    budget=st.sampled_from([1, 48 * 20, None]),
 )
 def test_tiny_slices_count_exactly(
-    data: list[list[str]], r: int, scratch: int | None, depths: list[int]
+    data: list[list[str]], r: int, scratch: int | None, depths: list[int], budget: int | None
 ) -> None:
+    """budget: the sparse accumulator's, in bytes; 1 (one key a pass) and 20 keys force the
+    hash-class passes whenever the accumulator is sparse."""
     records = from_transactions(data)
     truth = brute_force(data, r)
-    index = SupportIndex(records, r, scratch_bytes=scratch)
+    index = SupportIndex(records, r, scratch_bytes=scratch, accumulator_bytes=budget)
     for depth in [*depths, 10**9]:
         index.ensure(depth)
         assert known(index, records) == {k: v for k, v in truth.items() if v >= index.threshold}

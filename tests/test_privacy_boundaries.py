@@ -178,6 +178,7 @@ def test_one_long_record_no_longer_decides_whether_a_result_exists(
             assert json.loads(out)["params"]["max_record_items"] == 64
 
 
+@pytest.mark.slow  # about 40 s: 18 million candidate pairs, in several passes
 def test_without_the_cap_the_long_record_decides_the_run_time_and_the_user_is_told(
     tmp_path: Path,
 ) -> None:

@@ -422,8 +422,7 @@ class SupportIndex(TopDown):
         """One pass over src: the candidate keys of level k of hash class p (of 2**bits; all
         of them when bits == 0) into acc."""
         bar = self._bar(f"counting {k}-itemsets (s={acc.s}){label}")
-        shift = np.uint64(64 - bits)
-        want = np.uint64(p)
+        keep = _hash_class(bits, p) if bits else None
         for r0, r1 in self._batches(src):
             if bar is not None:
                 bar.update(r1 - r0)
@@ -433,9 +432,7 @@ class SupportIndex(TopDown):
             ends = np.repeat(np.cumsum(lengths), lengths)
             ids = cols.astype(np.int64)
             pos = np.arange(len(cols), dtype=np.int64)
-            for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k):
-                if bits:
-                    keys = keys[(keys.view(np.uint64) * GOLDEN) >> shift == want]
+            for keys in self._extend(ids, pos, cols, ends, width, levels, 2, k, keep):
                 acc.add(keys)
         if bar is not None:
             bar.close()
@@ -528,12 +525,17 @@ class SupportIndex(TopDown):
         levels: list[_Lookup],
         j: int,
         k: int,
+        keep: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> Iterator[np.ndarray]:
         """Extend occurrences of frequent (j-1)-itemsets (id, last position) by one later item
-        of the same record; at j == k yield the candidate keys, else recurse on the frequent
-        ones. Each slice holds at most self._slice new occurrences."""
+        of the same record; at j == k yield the candidate keys (only those `keep` selects, if
+        given: before the pair lookup, which then sees a class only), else recurse on the
+        frequent ones. Each slice holds at most self._slice new occurrences."""
         for parent, partner in _partners(pos, ends, self._slice):
             keys = ids[parent] * width + cols[partner]
+            if j == k and keep is not None:
+                mine = keep(keys)
+                keys, parent, partner = keys[mine], parent[mine], partner[mine]
             if j >= 3:  # the last two items must form a frequent pair too (Apriori)
                 pair = cols[pos[parent]].astype(np.int64) * width + cols[partner]
                 ok = levels[0].find(pair) >= 0
@@ -543,7 +545,7 @@ class SupportIndex(TopDown):
                 continue
             at = levels[j - 2].find(keys)
             ok = at >= 0
-            yield from self._extend(at[ok], partner[ok], cols, ends, width, levels, j + 1, k)
+            yield from self._extend(at[ok], partner[ok], cols, ends, width, levels, j + 1, k, keep)
 
     def _bar(self, desc: str) -> Any:
         if not self._progress:
@@ -620,6 +622,18 @@ def _partners(
         offset[: cnt[0]] += skip
         yield parent, pos[parent] + 1 + offset
         start = stop
+
+
+def _hash_class(bits: int, p: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Keys (int64, >= 0) -> whether they are in hash class p of 2**bits: the top bits of
+    key x GOLDEN (mod 2**64). Class p of 2**bits is classes 2p and 2p + 1 of 2**(bits + 1)."""
+    shift, want = np.uint64(64 - bits), np.uint64(p)
+
+    def keep(keys: np.ndarray) -> np.ndarray:
+        mask: np.ndarray = (keys.view(np.uint64) * GOLDEN) >> shift == want
+        return mask
+
+    return keep
 
 
 class _Overflow(Exception):
