@@ -348,7 +348,7 @@ def _mine(
             "all nonzero itemsets enumerated (L known)": counts.complete and not counts.clipped_at,
         }
     )
-    if counts.clipped_at:  # the row budget ran out (docs/privacy.md §1.1)
+    if counts.clipped_at:  # the row budget ran out (docs/privacy.md §1.2)
         diag.facts["counts clipped at (support)"] = counts.clipped_at
     elif counts.complete:
         diag.facts["L"] = len(counts.counts)

@@ -13,7 +13,7 @@ on every engine of the engine table):
    and of no other, in decreasing order; every one of them is exact. `complete` once the
    threshold is 1: then all L nonzero-support itemsets are there and every further rank has
    support 0. `ensure(depth)` and `lower_to(s)` only ever lower the threshold.
-   **Clipped** (the engine's public row budget ran out, docs/privacy.md §1.1): `complete` with
+   **Clipped** (the engine's public row budget ran out, docs/privacy.md §1.2): `complete` with
    `clipped_at` = t >= 1; the rows are exactly the itemsets with support > t, and every other
    itemset counts as t (the count function is max(c, t), t an order statistic of the data).
    Unclipped, `clipped_at` is 0. Mechanisms read "the count past the rows" as `clipped_at`.

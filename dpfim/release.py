@@ -62,8 +62,9 @@ __all__ = [  # the selection's request-level constants are re-exported for the r
 
 @dataclass(frozen=True)
 class Pick:
-    """One released itemset. `count` is its EXACT support: internal only (evaluate reads it),
-    never part of a result."""
+    """One released itemset. `count` is its support as the mechanisms saw it (exact; for a
+    pick from the floor group of clipped counts, its exact support <= T): internal only
+    (evaluate reads it), never part of a result."""
 
     rank: int
     ids: tuple[int, ...]
@@ -109,8 +110,12 @@ def peel(
             count = int(view.counts[out.index])
         elif out.named is not None and out.named_count is not None:
             key, count = out.named, out.named_count
+            if count <= view.clipped_at:  # a member of the floor group: its exact support
+                count = view.support(list(ids_of(key)))
         elif out.zero_pick and name_zero is not None:
-            key, count = name_zero(view, rng), view.clipped_at  # 0, or the clip floor t
+            key = name_zero(view, rng)
+            # exact (0 unless clipped at T: then <= T, and not among the rows either way)
+            count = view.support(list(ids_of(key))) if view.clipped_at else 0
         else:
             return picks, out
         view.remove(key, count)
@@ -207,7 +212,7 @@ def random_zero_itemset(
     """A uniformly random itemset of support 0 over the r-subsets (r in sizes) of a declared
     vocabulary, among those not yet released. Only reached once the counts are complete (the
     search went past every nonzero itemset), so every nonzero itemset is in view or removed.
-    Clipped at t (docs/privacy.md §1.1): "support 0" reads "support <= t", the group every
+    Clipped at t (docs/privacy.md §1.2): "support 0" reads "support <= t", the group every
     unlisted itemset belongs to. The key is padded with -1 to the view's row width."""
     clip = view.clipped_at
     width = int(view.itemsets.shape[1])

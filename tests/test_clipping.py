@@ -66,7 +66,7 @@ def _held(index: SupportIndex) -> dict[tuple[int, ...], int]:
 
 
 @pytest.mark.parametrize("size", [2, 3])
-@pytest.mark.parametrize("budget", [3, 40, 300])
+@pytest.mark.parametrize("budget", [6, 40, 300])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_clipped_engine_holds_max_of_c_and_the_floor(seed: int, budget: int, size: int) -> None:
     recs = _records(seed)
@@ -319,3 +319,90 @@ def test_every_mechanism_on_counts_clipped_at_t_is_the_mechanism_on_the_counts_m
             want.ell,
             noisy,
         ), seed
+
+
+# --- report-noisy-max below its floor s* (docs/privacy.md §12) with 0 < T < s* -----------------
+
+
+@pytest.mark.parametrize("mech", ["em", "noisy-max-laplace", "permute-and-flip"])
+def test_below_the_floor_path_reads_counts_clipped_at_t_even_when_t_is_below_the_floor(
+    mech: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a small eps the walk's floor s* is above every count, and a row budget clips at a T
+    between 1 and s* - 1: the engine does not clip while the walk stops at s*, yet the
+    itemsets drawn below s* must be read as max(c, T). Draw for draw, the lazy run must equal
+    the run whose engine clipped before anything was read (a review found it reading the exact
+    c instead: 5.5x the probability eps = 0.1 allows, on a pair of neighbours)."""
+    from dpfim.mechanisms import noisy_max
+
+    rnd = random.Random(8)
+    recs = [rnd.sample(range(1, 16), 5) for _ in range(60)]
+    data, vocab = tmp_path / "d.dat", tmp_path / "v.txt"
+    data.write_text("".join(" ".join(map(str, r)) + "\n" for r in recs))
+    vocab.write_text("".join(f"{i}\n" for i in range(1, 18)))
+    budget = 20
+    t = _floor(recs, 2, budget)
+    assert 0 < t < 40 and max(_supports(recs, 2).values()) < 40  # s* >= 41 at eps 0.1
+    monkeypatch.setattr(local, "row_budget", lambda *a, **k: budget)
+    spec = registry.get(mech)
+    neighbours = "replace" if "replace" in spec.neighbours else "add-remove"
+    args = ["mine", str(data), "--eps", "0.1", "--delta", "1e-6", "--size", "2", "--top", "3"]
+    args += ["--mechanism", mech, "--neighbours", neighbours, "-q", "--compact"]
+    args += ["--universe-items", str(vocab)]
+    real_init = SupportIndex.__init__
+
+    def eager(self: SupportIndex, *a: Any, **k: Any) -> None:
+        real_init(self, *a, **k)
+        self.lower_to(1)
+
+    below: list[int] = []
+    real_below = noisy_max._below_floor
+
+    def spy(*a: Any, **k: Any) -> Any:
+        below.append(1)
+        return real_below(*a, **k)
+
+    monkeypatch.setattr(noisy_max, "_below_floor", spy)
+    for seed in range(12):
+        lazy = run([*args, "--seed", str(seed)])
+        with monkeypatch.context() as mp:
+            mp.setattr(SupportIndex, "__init__", eager)
+            first = run([*args, "--seed", str(seed)])
+        assert lazy[0] == first[0] == 0, lazy[2] + first[2]
+        got, want = json.loads(lazy[1]), json.loads(first[1])
+        got.pop("created")
+        want.pop("created")
+        assert got == want, seed
+    assert below  # the walk really went below its floor
+
+
+def test_noisy_supports_of_a_pick_from_the_floor_group_are_of_its_exact_support(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--supports adds noise to c(I): for a pick from the floor group (every itemset with
+    support <= T counts T for the selection) that is its exact support, not T. Items 98 and 99
+    are declared and never occur: a pair holding one has support 0, while T >= 2 here."""
+    import dpfim
+
+    recs = [[str(x) for x in r] for r in _records(9, n=200, items=12, longest=6)]
+    monkeypatch.setattr(local, "row_budget", lambda *a, **k: 6)
+    vocab = [str(i) for i in range(12)] + ["98", "99"]
+    seen = 0
+    for seed in range(60):
+        out = dpfim.mine(
+            recs,
+            size=2,
+            eps="1000",
+            delta="1e-6",
+            mechanism="em",
+            universe=vocab,
+            top=3,
+            supports=True,
+            support_share="0.999",
+            rng=seed,
+        )
+        for pick in out["itemsets"]:
+            if {"98", "99"} & set(pick["items"]):
+                seen += 1
+                assert abs(pick["noisy_support"]) <= 2, pick  # DLap(3/999): 0 almost surely
+    assert seen > 0

@@ -87,13 +87,23 @@ def row_bytes(size: int) -> int:
     return 64 + 16 * size
 
 
+# The smallest row budget: C(4, 2), the most k-subsets of the r - 1 <= 4 items that can have a
+# support above the r-th largest item support, so that no level below r can clip above the
+# engine's starting threshold (which then only falls, as the contract says).
+MIN_ROWS = 6
+# The largest: a public constant, so that the number of itemsets a run can list is bounded by a
+# code constant whatever --max-memory says (choosing's threshold reads it, docs/privacy.md §16).
+MAX_ROWS = 1 << 25
+
+
 def row_budget(max_memory: int, size: int, engines: int = 1) -> int:
     """N: how many itemsets of one level (2..size) an engine may hold, from public quantities
     only (--max-memory, the itemset size, how many sizes are counted): a quarter of the
     budget at row_bytes(size) a row, split evenly among the engines and their levels. When a
     lowering would need more, the engine clips (docs/privacy.md §1.2): never a function of the
     data, so the data decides how deep the counts go, never whether they exist."""
-    return max(1, (max_memory // 4) // (engines * max(1, size - 1) * row_bytes(size)))
+    n = (max_memory // 4) // (engines * max(1, size - 1) * row_bytes(size))
+    return min(MAX_ROWS, max(MIN_ROWS, n))
 
 
 # From this many item occurrences on, the compiled kernels (numba, imported lazily) count when
@@ -169,7 +179,8 @@ class SupportIndex(TopDown):
         self._indptr = records.indptr
         self._indices = records.indices
         self.max_memory = default_max_memory() if max_memory is None else int(max_memory)
-        self.row_budget = row_budget(self.max_memory, size) if rows is None else int(rows)
+        rows = row_budget(self.max_memory, size) if rows is None else int(rows)
+        self.row_budget = min(MAX_ROWS, max(MIN_ROWS, rows))
         scratch = min(DEFAULT_SCRATCH, self.max_memory // 8)
         if scratch_bytes is not None:
             scratch = scratch_bytes
@@ -266,8 +277,11 @@ class SupportIndex(TopDown):
         budget ran out, those with support > T, with self._clip = T (docs/privacy.md §1.2)."""
         frequent = np.flatnonzero(self.item_support >= s)
         self.partitions = 1
-        if self.size == 1:
-            return self.item_support[frequent], frequent.reshape(-1, 1).astype(np.int32)
+        if self.size == 1:  # the items are held anyway; the rows listed keep the budget too
+            keys, counts, floor = _within(frequent, self.item_support[frequent], self.row_budget, 0)
+            if floor:
+                self._clip = floor
+            return counts, keys.reshape(-1, 1).astype(np.int32)
         empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.size), dtype=np.int32)
         width = len(frequent)
         if width < 2:  # no pair: every level is empty (fewer than r items still hold pairs)

@@ -7,11 +7,11 @@ far predicts that one halving is not enough (`next_threshold`). An engine subcla
 and supplies `_count_at(s)`: every itemset with support >= s, as (supports, item ids, tie keys).
 The order of the rows (decreasing support, ties by first appearance) is set here, once.
 
-**Clipping at a public row budget** (docs/privacy.md §1.1). An engine may hold at most a
+**Clipping at a public row budget** (docs/privacy.md §1.2). An engine may hold at most a
 public number of itemsets per level (derived from --max-memory alone). When a lowering would
-need more, `_count_at` sets `self._clip` to t, the largest of the levels' order statistics
-c_(N) (the N-th largest support of the level, N its public budget), and returns the itemsets
-with support > t. From then on the counts are complete *at the floor t*: every itemset not
+need more, `_count_at` sets `self._clip` to T, the largest of the levels' order statistics
+c_(N+1) (the (N + 1)-th largest support of the level, N its public budget), and returns the
+itemsets with support > T. From then on the counts are complete *at the floor t*: every itemset not
 listed counts as t (`clipped_at`). That is the count function max(c(I), t(D)), which one record
 still moves by at most 1 (a maximum of functions that each move by at most 1), so every
 mechanism's guarantee holds on it; only how deep the mechanisms may look depends on the data,

@@ -255,7 +255,7 @@ def run_choosing(
     (eps, delta)-DP under add/remove neighbours. Precondition: --max-record-items B. Works in the
     open universe (it only ever names itemsets that occur). Needs every nonzero count.
 
-    Clipped counts (the engine's row budget ran out at the floor t, docs/privacy.md §1.1): the
+    Clipped counts (the engine's row budget ran out at the floor t, docs/privacy.md §1.2): the
     quality is q(I) = max(c(I) - t, 0), which keeps k-bounded growth (t is an order statistic,
     so adding a record never lowers it), and the listed itemsets are those with q >= 1.
     """

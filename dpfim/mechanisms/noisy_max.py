@@ -238,7 +238,7 @@ class Groups:
         self.values_f = np.asarray(self.values, dtype=np.float64)
         self.listed_suffix_f = np.cumsum(np.asarray(self.mult, dtype=np.float64)[::-1])[::-1]
         # once complete the rest counts exactly rest_value: 0, or the clip floor t (the counts
-        # are max(c, t) then, docs/privacy.md §1.1); below the floor s* it is dominated by
+        # are max(c, t) then, docs/privacy.md §1.2); below the floor s* it is dominated by
         # d = max(s* - 1, t) (with a clip, t >= s*: every unlisted itemset counts t exactly)
         self.rest_value = self.counts.clipped_at if self.counts.complete else 0
         if self.floor is not None and self.below_floor:
@@ -254,6 +254,15 @@ class Groups:
 
     def _threshold(self) -> int:
         return int(self.counts.threshold)
+
+    def settle(self) -> None:
+        """Before any itemset below the floor s* is read by identity: lower the engine to the
+        end, so that a clip at T < s* is known and every count read is max(c, T) (the counts
+        the mechanism runs on, docs/privacy.md §1.2). Only time: the row budget bounds memory.
+        The rows >= s*, the rest and its bound s* - 1 stay as they were (no clip at s*)."""
+        if self.floor is not None and not self.counts.complete:
+            self.counts.lower_to(1)
+            self._refresh()
 
     def deepen(self, target: int | None = None) -> bool:
         """Lower the counting threshold (more known groups); False once complete (with a
@@ -315,9 +324,8 @@ class _Draws:
             key = unlisted.draw(self._rng)  # uniform over the round's universe
             if key in self._keys:
                 continue
-            c = unlisted.count(key)  # max(c, t) once clipped at t
-            clip = self._groups.counts.clipped_at
-            if (c > clip) if clip else (c >= floor):  # a listed itemset: not in R
+            c = unlisted.count(key)  # max(c, T) once clipped at T
+            if c > self._groups.counts.clipped_at and c >= floor:  # a listed one: not in R
                 continue
             self._drawn.append(Named(key, c))
             self._keys.add(key)
@@ -445,6 +453,7 @@ def _below_floor(
     independent of the values); each drawn itemset's value c(I) + X_I = Y_I - (s* - 1 - c(I))
     is compared with the best so far, and the draws stop once the next Y falls below it.
     """
+    groups.settle()  # every count read below s* is then max(c, T)
     d, n = groups.rest_bound, groups.rest
     above = None if known is None else known[2]
     y = _group_max(d, n, noise, uniforms.take(), prec, above)
