@@ -376,8 +376,9 @@ def test_below_the_floor_path_reads_counts_clipped_at_t_even_when_t_is_below_the
     assert below  # the walk really went below its floor
 
 
+@pytest.mark.parametrize("mech", ["em", "lmm"])  # a draw below s*; a zero pick named
 def test_noisy_supports_of_a_pick_from_the_floor_group_are_of_its_exact_support(
-    monkeypatch: pytest.MonkeyPatch,
+    mech: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--supports adds noise to c(I): for a pick from the floor group (every itemset with
     support <= T counts T for the selection) that is its exact support, not T. Items 98 and 99
@@ -394,9 +395,9 @@ def test_noisy_supports_of_a_pick_from_the_floor_group_are_of_its_exact_support(
             size=2,
             eps="1000",
             delta="1e-6",
-            mechanism="em",
+            mechanism=mech,
             universe=vocab,
-            top=3,
+            top=8,  # at most 6 rows: later rounds pick from the floor group
             supports=True,
             support_share="0.999",
             rng=seed,
