@@ -44,6 +44,11 @@ from dpfim.samplers.rng import RandomSource
 
 Key = tuple[int, ...]
 
+# The most rows an engine of one itemset size ever lists once clipped (its public row budget is
+# at most this, docs/privacy.md §1.2): a code constant, so that choosing's threshold can bound
+# how many itemsets one record can push out of the listed rows (§16) without reading any data.
+MAX_LISTED = 1 << 25
+
 
 class Unlisted(Protocol):
     """A declared universe's itemsets by identity, for report-noisy-max below its floor

@@ -112,6 +112,14 @@ def test_hand_computed_thresholds() -> None:
     assert B.choosing_threshold(Fraction(1), Fraction(1, 10**6), 190) == 164
     # k = 3: ceil(8 ln(1.2e7)) = ceil(130.4033) = 131
     assert B.choosing_threshold(Fraction(1), Fraction(1, 10**6), 3) == 131
+    # under the row budget m = max(k, M) with M = 2^25 rows listed (one size): ln(4 * 2^25 *
+    # 1e6) = ln(1.34217728) + 14 ln 10 = 0.294300 + 32.236191 = 32.530491; 8x = 260.2439 -> 261
+    p = B.Public(Fraction(1), Fraction(1, 10**6), (2,), "add-remove", max_record_items=20)
+    assert B.choosing_m(p) == 1 << 25
+    assert B.choosing_threshold(p.eps, p.delta, B.choosing_m(p)) == 261
+    # two sizes: M = 2^26; k = C(20, 2) + C(20, 3) = 1330 stays below it
+    p2 = B.Public(Fraction(1), Fraction(1, 10**6), (2, 3), "add-remove", max_record_items=20)
+    assert B.choosing_m(p2) == 1 << 26
 
 
 @pytest.mark.slow

@@ -110,16 +110,20 @@ def test_choosing_without_its_precondition_is_not_private() -> None:
     # Binomial(400, p): p <= 0.5 would give >= 300 with probability < 1e-20.
     assert named >= 300
     with pytest.raises(ParameterError):
-        dpfim.mine(
-            [["x"], ["a", "b"]],
-            size=2,
-            eps="10",
-            delta="0.5",
-            mechanism="choosing",
-            neighbours="add-remove",
-            max_record_items=2,
-            rng=1,
-        )
+        baselines.check_choosing(eps, delta, 1)
+    # dpfim itself takes m = max(k, M) >= 2^25 for k (the row budget, docs/privacy.md §16):
+    # T = ceil(0.8 ln(4 * 2^25 / 5)) = ceil(0.8 * 17.10) = 14 there, and the condition holds
+    result = dpfim.mine(
+        [["x"], ["a", "b"]],
+        size=2,
+        eps="10",
+        delta="0.5",
+        mechanism="choosing",
+        neighbours="add-remove",
+        max_record_items=2,
+        rng=1,
+    )
+    assert result["params"]["threshold"] == 14
 
 
 def test_result_json_names_no_undeclared_or_zero_support_item(tmp_path: Path) -> None:
@@ -137,14 +141,26 @@ def test_result_json_names_no_undeclared_or_zero_support_item(tmp_path: Path) ->
 
 def test_choosing_precondition_is_checked_at_each_round_s_parameters() -> None:
     """With --top K each selection round runs at (eps/K, delta/K): that is what the proof needs.
-    (10, 0.5) fails for k = 1 (T = 0), but its rounds at (5, 0.25) pass (T = 2, e^-2.5 <= 0.25)."""
+    (10, 0.5) fails for m = 1 (T = 0), but its rounds at (5, 0.25) pass (T = 2, e^-2.5 <=
+    0.25). dpfim's m is at least 2^25 (docs/privacy.md §16), so through dpfim.mine the check
+    runs at each round's parameters and passes at both."""
+    with pytest.raises(ParameterError, match="proven"):
+        baselines.check_choosing(Fraction(10), Fraction(1, 2), 1)
+    baselines.check_choosing(Fraction(5), Fraction(1, 4), 1)
     data = [["x"], ["a", "b"]] * 5
     kw = {"size": 2, "mechanism": "choosing", "neighbours": "add-remove", "max_record_items": 2}
-    with pytest.raises(ParameterError, match="proven"):
-        dpfim.mine(data, eps="10", delta="0.5", rng=1, **kw)
-    baselines.check_choosing(Fraction(5), Fraction(1, 4), 1)
-    result = dpfim.mine(data, eps="10", delta="0.5", rng=1, top=2, **kw)
+    checked: list[tuple[Fraction, Fraction, int]] = []
+    real = baselines.check_choosing
+
+    def spy(eps: Fraction, delta: Fraction, m: int) -> None:
+        checked.append((eps, delta, m))
+        real(eps, delta, m)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(baselines, "check_choosing", spy)
+        result = dpfim.mine(data, eps="10", delta="0.5", rng=1, top=2, **kw)
     assert result["ledger"]["eps"]["exact"] == "10"
+    assert (Fraction(5), Fraction(1, 4), 1 << 25) in checked
 
 
 def _pair(tmp_path: Path) -> tuple[Path, Path]:

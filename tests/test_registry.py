@@ -89,7 +89,8 @@ def test_each_none_hint_quotes_its_own_threshold() -> None:
     assert str(threshold(1, paper_split(EPS, DELTA))) in hints["lmm"]
     assert str(threshold(1, gap_split(EPS, DELTA))) in hints["lmm-gap"]
     assert str(baselines.stability_threshold(EPS, DELTA)) in hints["stability"]
-    assert str(baselines.choosing_threshold(EPS, DELTA, 15)) in hints["choosing"]  # C(6, 2)
+    m = max(15, 1 << 25)  # k = C(6, 2) = 15; M = 2^25 rows listed at most (one size)
+    assert str(baselines.choosing_threshold(EPS, DELTA, m)) in hints["choosing"]
     assert "k-bar = 10" in hints["limited-domain"]
     assert "about 17 records" in hints["limited-domain"]  # 1 + ln(1e7) = 17.1
     for name in ("stability", "choosing", "limited-domain", "em"):

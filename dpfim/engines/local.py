@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfim.counts import Counts
+from dpfim.counts import MAX_LISTED, Counts
 from dpfim.engines import Opened
 from dpfim.engines.topdown import TopDown, next_threshold
 from dpfim.readers import Records
@@ -91,9 +91,8 @@ def row_bytes(size: int) -> int:
 # support above the r-th largest item support, so that no level below r can clip above the
 # engine's starting threshold (which then only falls, as the contract says).
 MIN_ROWS = 6
-# The largest: a public constant, so that the number of itemsets a run can list is bounded by a
-# code constant whatever --max-memory says (choosing's threshold reads it, docs/privacy.md §16).
-MAX_ROWS = 1 << 25
+# The largest: a code constant whatever --max-memory says (choosing's threshold reads it).
+MAX_ROWS = MAX_LISTED
 
 
 def row_budget(max_memory: int, size: int, engines: int = 1) -> int:

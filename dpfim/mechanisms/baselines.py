@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfim.accounting import ApproxDP, BoundedRange, Measure, PureDP
+from dpfim.counts import MAX_LISTED
 from dpfim.errors import ParameterError
 from dpfim.mechanisms.base import ADD_REMOVE, BOTH, Mechanism, Outcome, Public, RankedCounts, Steps
 from dpfim.mechanisms.noisy_max import Groups, Named, Noise, argmax_group, reveal_floor
@@ -232,8 +233,8 @@ def check_choosing(eps: Fraction, delta: Fraction, growth: int) -> None:
     t = choosing_threshold(eps, delta, growth)
     if math.log(growth) - fraction_to_float(eps) * t / 4 > log_fraction(delta) - 1e-9:
         raise ParameterError(
-            f"--mechanism choosing is proven (eps, delta)-DP only when k e^(-eps T/4) <= delta "
-            f"(k = C(B, r) = {growth}, T = {t}); lower --eps or --delta (docs/privacy.md §16)"
+            f"--mechanism choosing is proven (eps, delta)-DP only when m e^(-eps T/4) <= delta "
+            f"(m = max(k, M) = {growth}, T = {t}); lower --eps or --delta (docs/privacy.md §16)"
         )
 
 
@@ -255,9 +256,10 @@ def run_choosing(
     (eps, delta)-DP under add/remove neighbours. Precondition: --max-record-items B. Works in the
     open universe (it only ever names itemsets that occur). Needs every nonzero count.
 
-    Clipped counts (the engine's row budget ran out at the floor t, docs/privacy.md §1.2): the
-    quality is q(I) = max(c(I) - t, 0), which keeps k-bounded growth (t is an order statistic,
-    so adding a record never lowers it), and the listed itemsets are those with q >= 1.
+    Clipped counts (the engine's row budget ran out at the floor T, docs/privacy.md §1.2): the
+    quality is q(I) = max(c(I) - T, 0) and the listed itemsets are those with q >= 1. Adding a
+    record either keeps T (then at most k qualities rise) or raises it by 1 (then at most M
+    listed itemsets fall out), so the threshold takes m = max(k, M) for k (§16); `growth` is m.
     """
     counts.lower_to(1)  # every nonzero count (or every count > t), in one pass where it can
     t = counts.clipped_at
@@ -277,7 +279,7 @@ def choosing_steps(eps: Fraction, delta: Fraction, growth: int) -> Steps:
         (
             (
                 f"noisy top count c(1) + DLap({4 / eps}) against "
-                f"ceil((8/eps) ln(4k/(eps delta))), k = {growth}",
+                f"ceil((8/eps) ln(4m/(eps delta))), m = max(k, M) = {growth}",
                 "whether an itemset is named",
                 eps / 4,
                 Fraction(0),
@@ -289,33 +291,43 @@ def choosing_steps(eps: Fraction, delta: Fraction, growth: int) -> Steps:
                 delta,
             ),
         ),
-        "(eps, delta)-DP under add/remove neighbours (k-bounded growth with k = C(B, r)). "
+        "(eps, delta)-DP under add/remove neighbours (m-bounded growth one way, m = max(k, M), "
+        "k = C(B, r), M the most itemsets listed). "
         "Only the check and the selection together are (eps, delta)-DP: the per-step amounts "
         "split eps for accounting; the selection alone is not (3 eps/4, delta)-DP.",
     )
 
 
+def choosing_m(p: Public) -> int:
+    """m = max(k, M): k = sum of C(B, r), the itemsets one record holds; M the most itemsets
+    the engines ever list (MAX_LISTED a size), which bounds how many leave the listed rows
+    when one added record raises the clip floor (docs/privacy.md §16)."""
+    return max(p.growth, len(p.sizes) * MAX_LISTED)
+
+
 def _choosing_hint(p: Public) -> str:
-    t = choosing_threshold(p.eps, p.delta, p.growth)
+    m = choosing_m(p)
+    t = choosing_threshold(p.eps, p.delta, m)
     return (
         f"choosing names an itemset only when the top support exceeds {t} records (plus noise; "
-        f"threshold ceil((8/eps) ln(4k/(eps delta))), k = {p.growth})"
+        f"threshold ceil((8/eps) ln(4m/(eps delta))), m = max(k, M) = {m})"
     )
 
 
 CHOOSING = Mechanism(
     "choosing",
     ADD_REMOVE,
-    lambda c, p, rng: run_choosing(c, p.eps, p.delta, p.growth, rng),
+    lambda c, p, rng: run_choosing(c, p.eps, p.delta, choosing_m(p), rng),
     lambda p: ApproxDP(p.eps, p.delta),
     _choosing_hint,
     extra=lambda p: {
         "growth_bound": p.growth,
-        "threshold": choosing_threshold(p.eps, p.delta, p.growth),
+        "listed_bound": len(p.sizes) * MAX_LISTED,
+        "threshold": choosing_threshold(p.eps, p.delta, choosing_m(p)),
     },
-    steps=lambda p: choosing_steps(p.eps, p.delta, p.growth),
+    steps=lambda p: choosing_steps(p.eps, p.delta, choosing_m(p)),
     needs_record_bound=True,
-    check=lambda p: check_choosing(p.eps, p.delta, p.growth),
+    check=lambda p: check_choosing(p.eps, p.delta, choosing_m(p)),
 )
 
 
