@@ -114,8 +114,10 @@ def peel(
                 count = view.support(list(ids_of(key)))
         elif out.zero_pick and name_zero is not None:
             key = name_zero(view, rng)
-            # exact (0 unless clipped at T: then <= T, and not among the rows either way)
-            count = view.support(list(ids_of(key))) if view.clipped_at else 0
+            # exact (0 unless clipped at T: then <= T, and not among the rows either way); a
+            # placeholder key without items (evaluate's) stands for the group: count T
+            ids = list(ids_of(key))
+            count = view.support(ids) if view.clipped_at and ids else view.clipped_at
         else:
             return picks, out
         view.remove(key, count)

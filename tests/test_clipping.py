@@ -407,3 +407,27 @@ def test_noisy_supports_of_a_pick_from_the_floor_group_are_of_its_exact_support(
                 seen += 1
                 assert abs(pick["noisy_support"]) <= 2, pick  # DLap(3/999): 0 almost surely
     assert seen > 0
+
+
+@pytest.mark.parametrize("mech", ["lmm", "em"])
+def test_evaluate_top_k_runs_on_clipped_counts(mech: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """evaluate names zero-group picks by placeholder keys (no items): on clipped counts their
+    count is the floor T, never the support of the empty set (n), which made peeling look for
+    them among the rows and fail (a review's repro)."""
+    from dpfim import evaluate as ev
+
+    monkeypatch.setattr(local, "row_budget", lambda *a, **k: 6)
+    rnd = random.Random(9)
+    recs = [[str(rnd.randrange(12)) for _ in range(rnd.randint(2, 6))] for _ in range(200)]
+    table = ev.evaluate(
+        from_transactions(recs),
+        size=2,
+        eps_values=["1000"],
+        delta="1e-6",
+        mechanisms=[mech],
+        trials=5,
+        rng=1,
+        top=12,
+        universe_size=80,
+    )
+    assert len(table) == 1
