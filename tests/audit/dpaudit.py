@@ -123,7 +123,9 @@ def _broken_tau(counts: Sequence[int], split: Split, rng: Any) -> Output:
 
 def _broken_em_alpha(counts: Sequence[int], split: Split, rng: Any) -> Output:
     original = lmm.select_count
-    with mock.patch.object(lmm, "select_count", lambda c, ell, a, r: original(c, ell, a * 3, r)):
+    with mock.patch.object(
+        lmm, "select_count", lambda c, ell, a, r, rest=0: original(c, ell, a * 3, r, rest)
+    ):
         return _lmm_once(counts, split, rng)
 
 
@@ -134,7 +136,9 @@ def _broken_true_max(counts: Sequence[int], split: Split, rng: Any) -> Output:
 
 def _broken_top_plus_5(counts: Sequence[int], split: Split, rng: Any) -> Output:
     original = lmm.select_count
-    with mock.patch.object(lmm, "select_count", lambda c, ell, a, r: original(c, ell + 5, a, r)):
+    with mock.patch.object(
+        lmm, "select_count", lambda c, ell, a, r, rest=0: original(c, ell + 5, a, r, rest)
+    ):
         return _lmm_once(counts, split, rng)
 
 
