@@ -110,16 +110,15 @@ def peel(
             count = int(view.counts[out.index])
         elif out.named is not None and out.named_count is not None:
             key, count = out.named, out.named_count
-            if count <= view.clipped_at:  # a member of the floor group: its exact support
-                count = view.support(list(ids_of(key)))
         elif out.zero_pick and name_zero is not None:
-            key = name_zero(view, rng)
-            # exact (0 unless clipped at T: then <= T, and not among the rows either way); a
-            # placeholder key without items (evaluate's) stands for the group: count T
-            ids = list(ids_of(key))
-            count = view.support(ids) if view.clipped_at and ids else view.clipped_at
+            key, count = name_zero(view, rng), view.clipped_at  # 0, or the floor T
         else:
             return picks, out
+        ids = ids_of(key)
+        if view.clipped_at and count <= view.clipped_at and ids:
+            # a member of the floor group (not a row either way): its exact support, <= T, for
+            # --supports; a placeholder key without items (evaluate's) keeps T
+            count = view.support(ids)
         view.remove(key, count)
         picks.append(Pick(rank, key, count, out))
     return picks, None

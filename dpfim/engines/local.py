@@ -298,11 +298,9 @@ class SupportIndex(TopDown):
         clip = 0  # the floor once a level's row budget ran out: max of the levels' c_(N+1)
         for k in range(2, self.size + 1):
             # every k-itemset with support > clip has all its (k-1)-subsets among the rows kept
+            # (its rows: support > max(clip, its own floor) already)
             keys, counts, floor = self._count_level(src, remap, width, levels, k, max(s, clip + 1))
-            if floor > clip:
-                clip = floor
-                keep = counts > clip
-                keys, counts = keys[keep], counts[keep]
+            clip = max(clip, floor)
             if clip:
                 self._clip = clip
             if len(keys) == 0:

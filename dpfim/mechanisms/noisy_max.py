@@ -240,7 +240,7 @@ class Groups:
         # once complete the rest counts exactly rest_value: 0, or the clip floor t (the counts
         # are max(c, t) then, docs/privacy.md §1.2); below the floor s* it is dominated by
         # d = max(s* - 1, t) (with a clip, t >= s*: every unlisted itemset counts t exactly)
-        self.rest_value = self.counts.clipped_at if self.counts.complete else 0
+        self.rest_value = self.counts.clipped_at  # 0 unless clipped (and then complete)
         if self.floor is not None and self.below_floor:
             self.rest_bound = max(self.floor - 1, self.rest_value)  # R's dominating count
         else:
