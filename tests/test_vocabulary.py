@@ -159,7 +159,16 @@ def test_a_kernel_run_outside_read_is_published_once() -> None:
     lengths = np.zeros(4, dtype=np.int64)
     before = table.count
     status, n_ids, n_rec, _ = table.kernel.tokenize(
-        raw, 0, 0, 0, *table.tables(), table.open, table.value_cache(), ids, lengths
+        raw,
+        0,
+        0,
+        0,
+        *table.tables(),
+        table.open,
+        table.value_cache(),
+        ids,
+        lengths,
+        np.full(3, -1, dtype=np.int64),
     )
     assert status == table.kernel.OK and (n_ids, n_rec) == (2, 1)
     table.publish(before)

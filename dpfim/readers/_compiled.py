@@ -224,9 +224,15 @@ def tokenize(
     lut: np.ndarray,
     ids: np.ndarray,
     lengths: np.ndarray,
+    resume: np.ndarray,
 ) -> tuple[int, int, int, int]:
     """FIMI: (status, number of ids, number of records, detail), reading raw from byte `pos`
     (a line start) with n_ids ids and n_rec records already written.
+
+    resume (int64[3]): on ROOM the kernel notes there (line start, byte, ids end) where it
+    stopped inside the line, its ids so far left in place; called again at that line start with
+    the same n_ids it goes on from that byte instead of reading the line again (a long line
+    would otherwise be re-read once per growth of the table: quadratic-ish in its length).
 
     Bytes are digits, spaces, tabs, `\\n`, and `\\r` only right before a `\\n` or as the very
     last byte; `\\n` ends a record; a record's items are its runs of digits, as bytes (so "007"
@@ -240,6 +246,9 @@ def tokenize(
     start = n_ids
     line = pos
     i = pos
+    if resume[0] == pos and resume[1] > pos and resume[2] >= n_ids:
+        i, n_ids = resume[1], resume[2]  # the ids of raw[pos:i] are there already
+    resume[0] = -1
     while i < n:
         c = raw[i]
         if 48 <= c <= 57:
@@ -256,6 +265,7 @@ def tokenize(
             if got == UNSEEN:
                 got = _intern_rarely(raw, i, j, slots, arena, starts, state, open_vocab)
                 if got == -2:
+                    resume[0], resume[1], resume[2] = line, i, n_ids
                     return ROOM, start, n_rec, line
                 if small:
                     lut[value] = got

@@ -64,11 +64,14 @@ def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any]:
     before the kernel runs)."""
     del chunk, sep  # FIMI files are separated by spaces and tabs
     kernel, lut = table.kernel, table.value_cache()
+    resume = np.full(3, -1, dtype=np.int64)  # where a ROOM stopped inside a line (see tokenize)
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
         # the table's arrays as they are now (growing replaces them)
         tables = table.tables()
-        return kernel.tokenize(raw, pos, n_ids, n_rec, *tables, table.open, lut, ids, lengths)
+        return kernel.tokenize(
+            raw, pos, n_ids, n_rec, *tables, table.open, lut, ids, lengths, resume
+        )
 
     return call
 

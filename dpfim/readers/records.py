@@ -18,6 +18,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from dpfim.readers import recordkey
 from dpfim.samplers.rng import RandomSource
 
 # From this many tokens in one chunk on, pandas' hash table pays for its import (~0.5 s; about 3x
@@ -433,14 +434,16 @@ def truncate(
     """Keep `limit` items of each longer record, a uniformly random subset (record-local, SPEC §3).
 
     The subset is a function of the record alone and of a secret per-run key: the `limit` items
-    whose keyed BLAKE2b digest (key, the record's item set, the item) is smallest. For a random
-    key the digests of one record's distinct items are independent and uniform, so the kept set
-    is a uniformly random `limit`-subset, independent between records with different item sets
-    (identical records keep the same items). Because it depends on nothing but the record and
-    the key, every engine, every part of a Spark job and every retried task keeps the same items
-    of the same record, and a seeded run truncates the same way on every engine. Privacy: the
-    key is drawn independently of the data and never released; neighbouring inputs still differ
-    in one (truncated) record for every key, so the mechanisms' guarantees hold for each key and
+    of smallest keyed priority p(x) = PRF(key, ρ(R) ‖ d(x)), ρ(R) the sum of the items' keyed
+    128-bit digests d (dpfim/readers/recordkey.py, docs/privacy.md §1.1). For a random key the
+    priorities of one record's distinct items are independent and uniform, so the kept set is a
+    uniformly random `limit`-subset, independent between records with different item sets
+    (identical item sets keep the same items; two sets share ρ with probability 2^-128).
+    Because it depends on nothing but the record and the key, every engine, every part of a
+    Spark job and every retried task keeps the same items of the same record, and a seeded
+    run truncates the same way on every engine. Privacy: the key is drawn independently of the
+    data and never released; neighbouring inputs still differ in one (truncated) record for
+    every key, so the mechanisms' guarantees hold for each key and
     hence for the mixture (docs/privacy.md, "Record-length cap").
 
     in_place: the kept ids are moved left within records.indices instead of copied (no second
@@ -451,20 +454,17 @@ def truncate(
     if not len(long_rows):
         return records
     secret = key if isinstance(key, bytes) else truncation_key(rng=key)
-    gone: list[np.ndarray] = []
-    for row in long_rows.tolist():
-        start, stop = int(records.indptr[row]), int(records.indptr[row + 1])
-        names = [records.items[int(i)].encode() for i in records.indices[start:stop]]
-        record = hashlib.blake2b(b"\x00".join(sorted(names)), key=secret).digest()
-        rank = sorted(
-            range(len(names)),
-            key=lambda j: (
-                hashlib.blake2b(names[j], key=secret, salt=record[:16]).digest(),
-                names[j],
-            ),
-        )
-        gone.append(np.sort(np.asarray(rank[limit:], dtype=np.int64)) + start)
-    dropped = np.concatenate(gone)  # ascending: rows in order, each row's positions sorted
+    starts = records.indptr[long_rows]
+    stops = records.indptr[long_rows + 1]
+    where = np.concatenate(
+        [np.arange(a, b) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+    )
+    bounds = np.zeros(len(long_rows) + 1, dtype=np.int64)
+    np.cumsum(stops - starts, out=bounds[1:])
+    arena, name_at, ids = _names_of(records.items, records.indices[where])
+    kept = recordkey.keep_mask(arena, name_at, ids, bounds, limit, recordkey.subkeys(secret))
+    dropped = where[~kept]  # ascending: rows in order, each row's positions sorted
+    del where, kept, ids
     np.minimum(lengths, limit, out=lengths)
     # in place: the caller's indptr is rewritten and the kept ids move left in blocks, so the
     # only scratch of the data's size is `lengths` (one int64 per record)
@@ -477,6 +477,20 @@ def truncate(
     keep = np.ones(len(records.indices), dtype=bool)
     keep[dropped] = False
     return Records(records.items, indptr, records.indices[keep])
+
+
+def _names_of(items: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(arena, starts, ids) such that item ids[t]'s UTF-8 name is arena[starts[i]:starts[i + 1]]
+    for i = ids[t]: the packed store itself when every id is in it (no copy), else a packed
+    table of just these items (ids renumbered into it)."""
+    if isinstance(items, PackedNames) and (not len(ids) or int(ids.max()) < len(items.starts) - 1):
+        return items.arena, items.starts, ids
+    uniq, local = np.unique(ids, return_inverse=True)
+    data = [items[i].encode("utf-8") for i in uniq.tolist()]
+    arena = np.frombuffer(b"".join(data), dtype=np.uint8)
+    starts = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, data), np.int64, len(data)), out=starts[1:])
+    return arena, starts, local.astype(np.int64)
 
 
 _COMPACT_BLOCK = 1 << 20
