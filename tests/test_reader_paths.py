@@ -6,6 +6,7 @@ paths change between chunks and the vocabulary is shared across them."""
 from __future__ import annotations
 
 import functools
+import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -651,3 +652,49 @@ def test_jsonl_numbers_are_spelled_in_batches_and_keep_first_appearance_order() 
     kept = declared.build()
     assert as_rows(kept)[1] == ["0", "s1"] and as_rows(kept)[3] == ["0", "3.25"]
     assert as_rows(kept)[69_999] == ["0", "69999.5"]
+
+
+@pytest.mark.parametrize("fmt", ["fimi", "basket", "jsonl"])
+def test_a_long_line_grows_the_table_mid_line_and_reads_as_the_line_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """One line of 60,000 distinct items grows the item table many times while the compiled
+    tokeniser is inside it; each time it goes on from the item where it stopped (issue 35: it
+    used to read the line again from its start, once per growth). The records are the line
+    parser's, and the tokeniser was indeed resumed inside the line."""
+    from dpfim.readers import _compiled
+
+    rng = random.Random(3)
+    items = [str(100_000 + k) for k in range(60_000)]
+    rng.shuffle(items)
+    if fmt == "fimi":
+        long_line = " ".join(items)
+        short = "1 2\n7 8 9\n"
+    elif fmt == "basket":  # a few quoted fields, spaces trimmed
+        long_line = ",".join(f'"{x}"' if k % 97 == 0 else f" {x} " for k, x in enumerate(items))
+        short = 'a,b\n"c",d\n'
+    else:  # strings with escapes, integers, numbers the exact parser spells
+        parts = [
+            f'"{x}\\u0041"' if k % 89 == 0 else (x if k % 7 == 0 else f'"{x}"')
+            for k, x in enumerate(items)
+        ]
+        long_line = "[" + ", ".join([*parts, "1.50", "-0"]) + "]"
+        short = '["a", "b"]\n[1, 2]\n'
+    path = tmp_path / {"fimi": "f.dat", "basket": "b.csv", "jsonl": "j.jsonl"}[fmt]
+    path.write_text(short + long_line + "\n" + short)
+    resumed = []
+    kernel = {"fimi": "tokenize", "basket": "tokenize_csv", "jsonl": "tokenize_jsonl"}[fmt]
+    real = getattr(_compiled, kernel)
+
+    def spy(*args: object) -> object:
+        resume = args[-1]
+        at = int(resume[1]) if int(resume[0]) == int(args[1]) else -1  # type: ignore[index]
+        got = real(*args)
+        resumed.append(at)
+        return got
+
+    monkeypatch.setattr(_compiled, kernel, spy)  # the table calls it through the module
+    slow, fast = read_both(monkeypatch, path, None, fmt=fmt)
+    assert fast == slow
+    assert len(fast) == 5 and len(fast[2]) == len(set(slow[2])) >= 60_000
+    assert sum(at > 0 for at in resumed) >= 2  # growths inside the long line, gone on from

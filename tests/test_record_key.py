@@ -75,10 +75,10 @@ def test_python_fallback_is_the_compiled_selection() -> None:
     arena = np.frombuffer("".join(records.items).encode(), dtype=np.uint8)
     starts = np.zeros(len(records.items) + 1, np.int64)
     np.cumsum([len(x.encode()) for x in records.items], out=starts[1:])
-    bounds = records.indptr
-    compiled = recordkey.keep_mask(arena, starts, records.indices, bounds, 4, keys)
-    python = recordkey._keep_mask_python(arena, starts, records.indices, bounds, 4, keys)
-    assert compiled.tolist() == python.tolist() and int(compiled.sum()) == 6 * 4
+    lo, hi = records.indptr[:-1], records.indptr[1:]
+    compiled = recordkey.dropped(arena, starts, records.indices, lo, hi, 4, keys)
+    python = recordkey._dropped_python(arena, starts, records.indices, lo, hi, 4, keys)
+    assert compiled.tolist() == python.tolist() and len(compiled) == 6 * (30 - 4)
 
 
 def test_records_that_joined_to_one_string_are_sampled_independently() -> None:

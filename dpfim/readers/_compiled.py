@@ -435,6 +435,7 @@ def tokenize_csv(
     limit: int,
     ids: np.ndarray,
     lengths: np.ndarray,
+    resume: np.ndarray,
 ) -> tuple[int, int, int, int]:
     """Basket lines (valid UTF-8, an ASCII separator `sep`): as `tokenize`, with basket.py's
     line parser's fields, each trimmed as str.strip() trims, empty ones no item.
@@ -446,7 +447,8 @@ def tokenize_csv(
     unterminated quote, a character after a closing quote, a lone `\\r`, NUL) and lines the line
     parser reads another way (ODD: a doubled quote inside quotes, which is no byte span of the
     input; a field of `limit` characters or more on a line with a quote, csv's size limit)
-    give the chunk back.
+    give the chunk back. resume (int64[4]): as in `tokenize` (line start, the field's byte, ids
+    end, the line's flags so far), so a long line is not read again when the table grows.
     """
     n = raw.shape[0]
     kind = np.zeros(256, dtype=np.uint8)  # 0: an ordinary byte
@@ -460,6 +462,10 @@ def tokenize_csv(
     i = pos
     quoted = False
     big = False
+    if resume[0] == pos and resume[1] > pos and resume[2] >= n_ids:
+        i, n_ids = resume[1], resume[2]  # the fields of raw[pos:i] are read already
+        quoted, big = (resume[3] & 1) != 0, (resume[3] & 2) != 0
+    resume[0] = -1
     while line < n:
         # i: the start of a field
         if i < n and raw[i] == _QUOTE:
@@ -511,6 +517,8 @@ def tokenize_csv(
         if e > s:
             got = intern(raw, s, e, slots, arena, starts, state, open_vocab)
             if got == -2:
+                resume[0], resume[1], resume[2] = line, i, n_ids
+                resume[3] = (1 if quoted else 0) | (2 if big else 0)
                 return ROOM, start, n_rec, line
             if got >= 0:
                 ids[n_ids] = got
@@ -758,6 +766,7 @@ def tokenize_jsonl(
     spelled_at: np.ndarray,
     ids: np.ndarray,
     lengths: np.ndarray,
+    resume: np.ndarray,
 ) -> tuple[int, int, int, int]:
     """JSON lines (valid UTF-8), the common case: each line a flat array of strings and
     numbers, spaces and tabs around; as `tokenize` otherwise. A string's item is its text as
@@ -772,121 +781,143 @@ def tokenize_jsonl(
     character, nesting, a literal, bad JSON) stops the scan at its start with ODD: the caller
     reads that line with the exact parser (jsonl.parse_line; Interner.add_line) and goes on
     from the next, or gives the chunk to it. NUL or a lone \\r: BAD_BYTE (the chunk to the
-    exact parser, which names the line).
+    exact parser, which names the line). resume (int64[3]): as in `tokenize` (line start, the
+    array element's byte, ids end), so a long line is not read again when the table grows.
     """
     n = raw.shape[0]
     start = n_ids
     line = pos
     buf = np.empty(64, dtype=np.uint8)  # a string with escapes, decoded
+    inside = -1  # a line resumed inside its array: the element to go on from
+    if resume[0] == pos and resume[1] > pos and resume[2] >= n_ids:
+        inside, n_ids = resume[1], resume[2]
+    resume[0] = -1
     while line < n:
-        i = _json_space(raw, line, n)
-        end = _line_end(raw, i, n)
-        if end < 0:
-            return BAD_BYTE, n_ids, n_rec, i
-        if end == 0 and raw[i] != 91:  # not "[": blank (str.isspace) or the exact parser's
-            j = i
-            while j < n and raw[j] != 10:
-                if raw[j] == 0 or (raw[j] == 13 and _line_end(raw, j, n) < 0):
-                    return BAD_BYTE, n_ids, n_rec, j
-                j += 1
-            stop = j - 1 if raw[j - 1] == 13 else j
-            s, e = trim(raw, i, stop)
-            if e > s:
-                return ODD, start, n_rec, line
-            i = j
-        elif end == 0:
-            i = _json_space(raw, i + 1, n)
-            if i < n and raw[i] == 93:  # "]"
+        bracket = False  # the line is an array: what follows its "]" is checked below
+        elements = False  # ... and it has elements to read
+        if inside >= 0:
+            i = inside
+            inside = -1
+            bracket = elements = True
+        else:
+            i = _json_space(raw, line, n)
+            end = _line_end(raw, i, n)
+            if end < 0:
+                return BAD_BYTE, n_ids, n_rec, i
+            if end == 0 and raw[i] != 91:  # not "[": blank (str.isspace) or the exact parser's
+                j = i
+                while j < n and raw[j] != 10:
+                    if raw[j] == 0 or (raw[j] == 13 and _line_end(raw, j, n) < 0):
+                        return BAD_BYTE, n_ids, n_rec, j
+                    j += 1
+                stop = j - 1 if raw[j - 1] == 13 else j
+                s, e = trim(raw, i, stop)
+                if e > s:
+                    return ODD, start, n_rec, line
+                i = j
+            elif end == 0:
+                bracket = True
+                i = _json_space(raw, i + 1, n)
+                if i < n and raw[i] == 93:  # "]"
+                    i += 1
+                else:
+                    elements = True
+            elif i < n and raw[i] == 13:
                 i += 1
-            else:
-                while True:
-                    if i >= n:
-                        return ODD, start, n_rec, line
-                    c = raw[i]
-                    if c == 34:  # a string
-                        j = i + 1
-                        escaped = False
-                        while j < n and raw[j] != 34:
-                            if raw[j] < 32:  # a control character
+        if elements:
+            while True:
+                if i >= n:
+                    return ODD, start, n_rec, line
+                el = i  # where this element starts (ROOM goes on from here)
+                c = raw[i]
+                if c == 34:  # a string
+                    j = i + 1
+                    escaped = False
+                    while j < n and raw[j] != 34:
+                        if raw[j] < 32:  # a control character
+                            return ODD, start, n_rec, line
+                        if raw[j] == 92:  # an escape: the character after it is its own
+                            if j + 1 >= n or raw[j + 1] < 32:
                                 return ODD, start, n_rec, line
-                            if raw[j] == 92:  # an escape: the character after it is its own
-                                if j + 1 >= n or raw[j + 1] < 32:
-                                    return ODD, start, n_rec, line
-                                escaped = True
-                                j += 1
+                            escaped = True
                             j += 1
-                        if j >= n:
-                            return ODD, start, n_rec, line
-                        if escaped:
-                            if buf.shape[0] < j - i:
-                                buf = np.empty(2 * (j - i), dtype=np.uint8)
-                            m = _unescape(raw, i + 1, j, buf)
-                            if m < 0:  # a bad escape, a lone surrogate: the exact parser's
-                                return ODD, start, n_rec, line
-                            s, e = trim(buf, 0, m)
-                            got = (
-                                -3
-                                if e <= s
-                                else intern(buf, s, e, slots, arena, starts, state, open_vocab)
-                            )
-                        else:
-                            s, e = trim(raw, i + 1, j)
-                            got = -3
-                        i = j + 1
-                        if got != -3:
-                            if got == -2:
-                                return ROOM, start, n_rec, line
-                            if got >= 0:
-                                ids[n_ids] = got
-                                n_ids += 1
-                            s = e = 0  # interned already
-                    elif c == 45 or 48 <= c <= 57:  # a number
-                        j, plain = _json_number(raw, i, n)
-                        if j < 0:
-                            return ODD, start, n_rec, line
-                        if j - i > _MAX_INT_DIGITS:
-                            return ODD, start, n_rec, line
-                        if plain:
-                            s = i
-                            e = j
-                        else:
-                            k = intern(raw, i, j, nslots, narena, nstarts, nstate, False)
-                            if k < 0 or k + 1 >= spelled_at.shape[0]:
-                                return NUMBER, start, n_rec, line
-                            got = intern(
-                                spelled,
-                                spelled_at[k],
-                                spelled_at[k + 1],
-                                slots,
-                                arena,
-                                starts,
-                                state,
-                                open_vocab,
-                            )
-                            if got == -2:
-                                return ROOM, start, n_rec, line
-                            if got >= 0:
-                                ids[n_ids] = got
-                                n_ids += 1
-                            s = e = 0
-                        i = j
-                    else:
+                        j += 1
+                    if j >= n:
                         return ODD, start, n_rec, line
-                    if e > s:
-                        got = intern(raw, s, e, slots, arena, starts, state, open_vocab)
+                    if escaped:
+                        if buf.shape[0] < j - i:
+                            buf = np.empty(2 * (j - i), dtype=np.uint8)
+                        m = _unescape(raw, i + 1, j, buf)
+                        if m < 0:  # a bad escape, a lone surrogate: the exact parser's
+                            return ODD, start, n_rec, line
+                        s, e = trim(buf, 0, m)
+                        got = (
+                            -3
+                            if e <= s
+                            else intern(buf, s, e, slots, arena, starts, state, open_vocab)
+                        )
+                    else:
+                        s, e = trim(raw, i + 1, j)
+                        got = -3
+                    i = j + 1
+                    if got != -3:
                         if got == -2:
+                            resume[0], resume[1], resume[2] = line, el, n_ids
                             return ROOM, start, n_rec, line
                         if got >= 0:
                             ids[n_ids] = got
                             n_ids += 1
-                    i = _json_space(raw, i, n)
-                    if i < n and raw[i] == 44:  # ","
-                        i = _json_space(raw, i + 1, n)
-                        continue
-                    if i < n and raw[i] == 93:
-                        i += 1
-                        break
+                        s = e = 0  # interned already
+                elif c == 45 or 48 <= c <= 57:  # a number
+                    j, plain = _json_number(raw, i, n)
+                    if j < 0:
+                        return ODD, start, n_rec, line
+                    if j - i > _MAX_INT_DIGITS:
+                        return ODD, start, n_rec, line
+                    if plain:
+                        s = i
+                        e = j
+                    else:
+                        k = intern(raw, i, j, nslots, narena, nstarts, nstate, False)
+                        if k < 0 or k + 1 >= spelled_at.shape[0]:
+                            return NUMBER, start, n_rec, line
+                        got = intern(
+                            spelled,
+                            spelled_at[k],
+                            spelled_at[k + 1],
+                            slots,
+                            arena,
+                            starts,
+                            state,
+                            open_vocab,
+                        )
+                        if got == -2:
+                            resume[0], resume[1], resume[2] = line, el, n_ids
+                            return ROOM, start, n_rec, line
+                        if got >= 0:
+                            ids[n_ids] = got
+                            n_ids += 1
+                        s = e = 0
+                    i = j
+                else:
                     return ODD, start, n_rec, line
+                if e > s:
+                    got = intern(raw, s, e, slots, arena, starts, state, open_vocab)
+                    if got == -2:
+                        resume[0], resume[1], resume[2] = line, el, n_ids
+                        return ROOM, start, n_rec, line
+                    if got >= 0:
+                        ids[n_ids] = got
+                        n_ids += 1
+                i = _json_space(raw, i, n)
+                if i < n and raw[i] == 44:  # ","
+                    i = _json_space(raw, i + 1, n)
+                    continue
+                if i < n and raw[i] == 93:
+                    i += 1
+                    break
+                return ODD, start, n_rec, line
+        if bracket:
             i = _json_space(raw, i, n)
             end = _line_end(raw, i, n)
             if end < 0:
@@ -895,8 +926,6 @@ def tokenize_jsonl(
                 return ODD, start, n_rec, line
             if i < n and raw[i] == 13:
                 i += 1
-        elif i < n and raw[i] == 13:
-            i += 1
         # i: the line's \n, or n
         if n_rec == lengths.shape[0]:
             return FULL, start, n_rec, line

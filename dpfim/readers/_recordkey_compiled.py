@@ -78,59 +78,106 @@ def _put(msg: np.ndarray, at: int, x: np.uint64) -> None:
 
 
 @njit(cache=True, nogil=True)
-def keep_mask(
+def _digest(
+    arena: np.ndarray, starts: np.ndarray, i: int, keys: np.ndarray
+) -> tuple[np.uint64, np.uint64]:
+    a, b = starts[i], starts[i + 1]
+    return siphash24(keys[0], keys[1], arena, a, b), siphash24(keys[2], keys[3], arena, a, b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _above(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, x: int, y: int) -> bool:
+    """Entry x orders after entry y by (p, d_hi, d_lo)."""
+    if p[x] != p[y]:
+        return bool(p[x] > p[y])
+    if hi[x] != hi[y]:
+        return bool(hi[x] > hi[y])
+    return bool(lo[x] > lo[y])
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, at: np.ndarray, size: int) -> None:
+    """Restore the max-heap (by (p, d_hi, d_lo)) of `size` entries after its root changed."""
+    k = 0
+    while True:
+        big = k
+        for c in (2 * k + 1, 2 * k + 2):
+            if c < size and _above(p, hi, lo, c, big):
+                big = c
+        if big == k:
+            return
+        for arr in (p, hi, lo):
+            arr[k], arr[big] = arr[big], arr[k]
+        at[k], at[big] = at[big], at[k]
+        k = big
+
+
+@njit(cache=True, nogil=True)
+def _sift_up(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, at: np.ndarray, k: int) -> None:
+    while k > 0:
+        up = (k - 1) // 2
+        if not _above(p, hi, lo, k, up):
+            return
+        for arr in (p, hi, lo):
+            arr[k], arr[up] = arr[up], arr[k]
+        at[k], at[up] = at[up], at[k]
+        k = up
+
+
+@njit(cache=True, nogil=True)
+def dropped(
     arena: np.ndarray,
     starts: np.ndarray,
     ids: np.ndarray,
-    bounds: np.ndarray,
+    row_starts: np.ndarray,
+    row_stops: np.ndarray,
     limit: int,
     keys: np.ndarray,
 ) -> np.ndarray:
-    """See recordkey.keep_mask: per long record d, ρ, p and the `limit` smallest (p, d)."""
-    mask = np.zeros(len(ids), dtype=np.bool_)
+    """See recordkey.dropped: per long record two passes over its items, the first summing ρ,
+    the second keeping the `limit` smallest (p, d_hi, d_lo) in a max-heap: O(limit) scratch."""
+    total = 0
+    for j in range(len(row_starts)):
+        total += max(row_stops[j] - row_starts[j] - limit, 0)
+    out = np.empty(total, dtype=np.int64)
+    hp = np.empty(limit, dtype=np.uint64)
+    hh = np.empty(limit, dtype=np.uint64)
+    hl = np.empty(limit, dtype=np.uint64)
+    at = np.empty(limit, dtype=np.int64)
     msg = np.zeros(32, dtype=np.uint8)
-    for j in range(len(bounds) - 1):
-        lo, hi = bounds[j], bounds[j + 1]
-        m = hi - lo
-        d_lo = np.empty(m, dtype=np.uint64)
-        d_hi = np.empty(m, dtype=np.uint64)
+    w = 0
+    for j in range(len(row_starts)):
+        lo, hi = row_starts[j], row_stops[j]
+        if hi - lo <= limit:
+            continue
         r_lo = np.uint64(0)
         r_hi = np.uint64(0)
-        for t in range(m):
-            i = ids[lo + t]
-            a, b = starts[i], starts[i + 1]
-            x = siphash24(keys[0], keys[1], arena, a, b)
-            y = siphash24(keys[2], keys[3], arena, a, b)
-            d_lo[t], d_hi[t] = x, y
+        for t in range(lo, hi):
+            x, y = _digest(arena, starts, ids[t], keys)
             s = r_lo + x  # ρ += d (mod 2^128): the low half's carry into the high half
             r_hi = r_hi + y + (np.uint64(1) if s < r_lo else np.uint64(0))
             r_lo = s
         _put(msg, 0, r_lo)
         _put(msg, 8, r_hi)
-        p = np.empty(m, dtype=np.uint64)
-        for t in range(m):
-            _put(msg, 16, d_lo[t])
-            _put(msg, 24, d_hi[t])
-            p[t] = _priority(keys[4], keys[5], msg)
-        if m <= limit:
-            mask[lo:hi] = True
-            continue
-        order = np.argsort(p)
-        cut = p[order[limit - 1]]
-        taken = 0
-        for t in range(m):
-            if p[t] < cut:
-                mask[lo + t] = True
-                taken += 1
-        # ties at the cut (a 2^-64 event a pair): the smallest (d_hi, d_lo) among them
-        tied = np.flatnonzero(p == cut)
-        while taken < limit:
-            best = -1
-            for t in tied.tolist():
-                if mask[lo + t]:
-                    continue
-                if best < 0 or (d_hi[t], d_lo[t]) < (d_hi[best], d_lo[best]):
-                    best = t
-            mask[lo + best] = True
-            taken += 1
-    return mask
+        size = 0
+        for t in range(lo, hi):
+            x, y = _digest(arena, starts, ids[t], keys)
+            _put(msg, 16, x)
+            _put(msg, 24, y)
+            pr = _priority(keys[4], keys[5], msg)
+            if size < limit:
+                hp[size], hh[size], hl[size], at[size] = pr, y, x, t
+                _sift_up(hp, hh, hl, at, size)
+                size += 1
+            elif pr < hp[0] or (pr == hp[0] and (y < hh[0] or (y == hh[0] and x < hl[0]))):
+                hp[0], hh[0], hl[0], at[0] = pr, y, x, t
+                _sift_down(hp, hh, hl, at, size)
+        kept = np.sort(at[:size])
+        q = 0
+        for t in range(lo, hi):
+            if q < size and kept[q] == t:
+                q += 1
+            else:
+                out[w] = t
+                w += 1
+    return out

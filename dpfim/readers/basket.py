@@ -74,11 +74,12 @@ def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] |
         except UnicodeDecodeError:
             return None
     kernel, code, limit = table.kernel, ord(sep), csv.field_size_limit()
+    resume = np.full(4, -1, dtype=np.int64)  # where a ROOM stopped inside a line
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
         tables = table.tables()  # as they are now (growing replaces them)
         return kernel.tokenize_csv(
-            raw, pos, n_ids, n_rec, *tables, table.open, code, limit, ids, lengths
+            raw, pos, n_ids, n_rec, *tables, table.open, code, limit, ids, lengths, resume
         )
 
     return call

@@ -85,11 +85,12 @@ def kernel_call(chunk: bytes, sep: str, table: Interner) -> Callable[..., Any] |
             return None
     kernel = table.kernel
     numbers = _numbers(table)
+    resume = np.full(3, -1, dtype=np.int64)  # where a ROOM stopped inside a line
 
     def call(raw: np.ndarray, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:
         tables = table.tables()  # as they are now (growing replaces them)
         return kernel.tokenize_jsonl(
-            raw, pos, n_ids, n_rec, *tables, table.open, *numbers.tables(), ids, lengths
+            raw, pos, n_ids, n_rec, *tables, table.open, *numbers.tables(), ids, lengths, resume
         )
 
     def other(status: int, pos: int, n_ids: int, n_rec: int, ids: Any, lengths: Any) -> Any:

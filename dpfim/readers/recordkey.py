@@ -90,7 +90,7 @@ def digest(keys: Sequence[int], name: str) -> tuple[int, int]:
 
 def kept(keys: Sequence[int], names: Sequence[str], limit: int) -> set[str]:
     """The items a record of these (distinct) names keeps (reference, Python): the definition
-    the compiled `keep_mask` is tested against."""
+    the compiled `dropped` is tested against."""
     ds = {x: digest(keys, x) for x in names}
     rho = sum(lo | (hi << 64) for lo, hi in ds.values()) % (1 << 128)
     prefix = rho.to_bytes(16, "little")
@@ -103,40 +103,43 @@ def kept(keys: Sequence[int], names: Sequence[str], limit: int) -> set[str]:
     return set(sorted(ds, key=order)[:limit])
 
 
-def keep_mask(
+def dropped(
     arena: np.ndarray,
     starts: np.ndarray,
     ids: np.ndarray,
-    bounds: np.ndarray,
+    row_starts: np.ndarray,
+    row_stops: np.ndarray,
     limit: int,
     keys: Sequence[int],
 ) -> np.ndarray:
-    """Which positions of `ids` are kept: ids[bounds[j]:bounds[j + 1]] is the j-th long record
-    (distinct item ids), item i's UTF-8 name is arena[starts[i]:starts[i + 1]]. Compiled when
-    numba is there, else the Python reference (exact, slow)."""
+    """The positions of `ids` that the cap drops, ascending: ids[row_starts[j]:row_stops[j]] is
+    the j-th long record (distinct item ids, rows in order), item i's UTF-8 name is
+    arena[starts[i]:starts[i + 1]]. Compiled when numba is there (O(limit) scratch: two passes
+    over each record), else the Python reference (exact, slow)."""
     try:
         from dpfim.readers import _recordkey_compiled as compiled
     except ImportError:  # numba missing: the same sample, in Python
-        return _keep_mask_python(arena, starts, ids, bounds, limit, keys)
+        return _dropped_python(arena, starts, ids, row_starts, row_stops, limit, keys)
     k = np.asarray(keys, dtype=np.uint64)
-    return compiled.keep_mask(arena, starts, ids, bounds, limit, k)
+    got: np.ndarray = compiled.dropped(arena, starts, ids, row_starts, row_stops, limit, k)
+    return got
 
 
-def _keep_mask_python(
+def _dropped_python(
     arena: np.ndarray,
     starts: np.ndarray,
     ids: np.ndarray,
-    bounds: np.ndarray,
+    row_starts: np.ndarray,
+    row_stops: np.ndarray,
     limit: int,
     keys: Sequence[int],
 ) -> np.ndarray:
-    mask = np.zeros(len(ids), dtype=bool)
-    for j in range(len(bounds) - 1):
-        lo, hi = int(bounds[j]), int(bounds[j + 1])
+    out: list[int] = []
+    for lo, hi in zip(row_starts.tolist(), row_stops.tolist(), strict=True):
         names = [
             arena[int(starts[i]) : int(starts[i + 1])].tobytes().decode("utf-8")
             for i in ids[lo:hi].tolist()
         ]
         keep = kept(keys, names, limit)
-        mask[lo:hi] = [x in keep for x in names]
-    return mask
+        out += [lo + t for t, x in enumerate(names) if x not in keep]
+    return np.asarray(out, dtype=np.int64)

@@ -454,17 +454,14 @@ def truncate(
     if not len(long_rows):
         return records
     secret = key if isinstance(key, bytes) else truncation_key(rng=key)
-    starts = records.indptr[long_rows]
-    stops = records.indptr[long_rows + 1]
-    where = np.concatenate(
-        [np.arange(a, b) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
-    )
-    bounds = np.zeros(len(long_rows) + 1, dtype=np.int64)
-    np.cumsum(stops - starts, out=bounds[1:])
-    arena, name_at, ids = _names_of(records.items, records.indices[where])
-    kept = recordkey.keep_mask(arena, name_at, ids, bounds, limit, recordkey.subkeys(secret))
-    dropped = where[~kept]  # ascending: rows in order, each row's positions sorted
-    del where, kept, ids
+    row_starts = records.indptr[long_rows]
+    row_stops = records.indptr[long_rows + 1]
+    arena, name_at = _names_of(records.items, records.indices, row_starts, row_stops)
+    keys = recordkey.subkeys(secret)
+    dropped = recordkey.dropped(
+        arena, name_at, records.indices, row_starts, row_stops, limit, keys
+    )  # ascending: rows in order, each row's positions sorted
+    del arena, name_at
     np.minimum(lengths, limit, out=lengths)
     # in place: the caller's indptr is rewritten and the kept ids move left in blocks, so the
     # only scratch of the data's size is `lengths` (one int64 per record)
@@ -479,18 +476,36 @@ def truncate(
     return Records(records.items, indptr, records.indices[keep])
 
 
-def _names_of(items: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(arena, starts, ids) such that item ids[t]'s UTF-8 name is arena[starts[i]:starts[i + 1]]
-    for i = ids[t]: the packed store itself when every id is in it (no copy), else a packed
-    table of just these items (ids renumbered into it)."""
-    if isinstance(items, PackedNames) and (not len(ids) or int(ids.max()) < len(items.starts) - 1):
-        return items.arena, items.starts, ids
-    uniq, local = np.unique(ids, return_inverse=True)
-    data = [items[i].encode("utf-8") for i in uniq.tolist()]
-    arena = np.frombuffer(b"".join(data), dtype=np.uint8)
-    starts = np.zeros(len(data) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, data), np.int64, len(data)), out=starts[1:])
-    return arena, starts, local.astype(np.int64)
+def _names_of(
+    items: Sequence[str], ids: np.ndarray, row_starts: np.ndarray, row_stops: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(arena, starts): item i's UTF-8 name is arena[starts[i]:starts[i + 1]] for every item of
+    the rows ids[row_starts[j]:row_stops[j]]. The packed store itself when they are all in it
+    (no copy); else a packed table indexed by item id in which only these items have bytes."""
+    packed = len(items.starts) - 1 if isinstance(items, PackedNames) else 0
+    need = np.zeros(len(items), dtype=bool)
+    for a, b in zip(row_starts.tolist(), row_stops.tolist(), strict=True):
+        need[ids[a:b]] = True
+    if isinstance(items, PackedNames) and not need[packed:].any():
+        return items.arena, items.starts
+    wanted = np.flatnonzero(need)
+    del need
+    pieces: list[np.ndarray] = []
+    widths = np.zeros(len(items) + 1, dtype=np.int64)
+    for lo in range(0, len(wanted), _DECODE_BLOCK):  # a block of names as bytes at a time
+        block = wanted[lo : lo + _DECODE_BLOCK]
+        data = [items[i].encode("utf-8") for i in block.tolist()]
+        widths[block + 1] = [len(d) for d in data]
+        pieces.append(np.frombuffer(b"".join(data), dtype=np.uint8))
+    np.cumsum(widths, out=widths)
+    arena = np.empty(int(widths[-1]), dtype=np.uint8)  # pages become memory as they are filled
+    at = 0
+    pieces.reverse()
+    while pieces:  # each block's bytes freed as soon as they are in the arena
+        piece = pieces.pop()
+        arena[at : at + len(piece)] = piece
+        at += len(piece)
+    return arena, widths
 
 
 _COMPACT_BLOCK = 1 << 20
