@@ -226,7 +226,7 @@ def random_zero_itemset(
     clip = view.clipped_at
     rows = view.itemsets
     width = int(rows.shape[1])
-    row_widths = (rows >= 0).sum(axis=1)
+    row_widths = (rows >= 0).sum(axis=1, dtype=np.int8)  # widths <= MAX_SIZE
     widths = np.bincount(row_widths, minlength=max(sizes) + 1)
     nonzero_by_size = {r: int(widths[r]) for r in sizes}
     for key, c in view.removed.items():
@@ -252,7 +252,7 @@ def random_zero_itemset(
     universe = math.comb(vocab, r)
     if free[r] * 64 < universe:  # rare: the pick-th free r-subset, past the known ones
         released = [ids_of(key) for key in view.removed if len(ids_of(key)) == r]
-        known = known_lex_ranks(rows[row_widths == r], released, vocab, r)
+        known = known_lex_ranks(rows[row_widths == r], released, vocab, r)  # a copy: scratch
         if len(known) != universe - free[r]:
             raise AssertionError(f"{len(known)} known {r}-subsets, expected {universe - free[r]}")
         return pad(nth_free_subset(vocab, r, known, rng.randbelow(free[r])))
@@ -305,27 +305,35 @@ def lex_unrank(rank: int, vocab: int, r: int) -> tuple[int, ...]:
 
 
 def known_lex_ranks(
-    rows: np.ndarray, released: Sequence[Sequence[int]], vocab: int, r: int
+    scratch: np.ndarray, released: Sequence[Sequence[int]], vocab: int, r: int
 ) -> np.ndarray:
-    """The sorted lex ranks of the r-subsets given as rows (each r ids, padded with -1 to any
-    width) and as released id lists. Column by column in int64 when no intermediate can
-    overflow (always, for the rare branch of `random_zero_itemset`: C(vocab, r) is then below
-    64/63 times the rows held), else as Python ints: memory O(len(rows))."""
+    """The sorted lex ranks of the r-subsets given as rows (r ids each, in any order, padded
+    with -1 to any width; `scratch` is a copy the caller gives up: it is sorted in place) and
+    as released id lists. Column by column in int64, in place, when no intermediate can
+    overflow (always in the rare branch of `random_zero_itemset`, where C(vocab, r) is below
+    64/63 times the known r-subsets), else as Python ints: memory O(len(scratch))."""
     universe = math.comb(vocab, r)
     extra = [lex_rank(ids, vocab) for ids in released]
-    # v * (d - j) in C(d, k) = prod (d - j) / (j + 1) is k C(d, j + 1) <= r max_m C(vocab, m)
+    # term * (d - j) in C(d, k) = prod (d - j) / (j + 1) is k C(d, j + 1) <= r max_m C(vocab, m)
     if r * max(math.comb(vocab, m) for m in range(r + 1)) < 2**63:
-        ids = np.sort(rows, axis=1)[:, rows.shape[1] - r :]  # -1 pads sort first
-        colex = np.zeros(len(ids), dtype=np.int64)
+        scratch.sort(axis=1)  # -1 pads sort first: the ids are the last r columns, ascending
+        n, width = scratch.shape
+        colex = np.zeros(n, dtype=np.int64)
         for i in range(r):  # mirrored ids ascend from the largest id down
-            d = vocab - 1 - ids[:, r - 1 - i].astype(np.int64)
-            term = np.ones(len(ids), dtype=np.int64)
+            d = scratch[:, width - 1 - i].astype(np.int64)
+            np.subtract(vocab - 1, d, out=d)
+            term = np.ones(n, dtype=np.int64)
             for j in range(i + 1):  # C(d, i + 1), exact at every step; 0 once d - j hits 0
-                term = term * (d - j) // (j + 1)
+                term *= d - j
+                term //= j + 1
             colex += term
-        ranks = np.concatenate([universe - 1 - colex, np.asarray(extra, dtype=np.int64)])
+            del d, term
+        ranks = np.subtract(universe - 1, colex, out=colex)
+        if extra:
+            ranks = np.concatenate([ranks, np.asarray(extra, dtype=np.int64)])
     else:
-        ranks = np.asarray([lex_rank(ids_of(row), vocab) for row in rows] + extra, dtype=object)
+        rows = [lex_rank(ids_of(row), vocab) for row in scratch]
+        ranks = np.asarray(rows + extra, dtype=object)
     ranks.sort()
     return ranks
 
