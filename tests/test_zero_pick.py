@@ -108,7 +108,7 @@ def _nearly_full_view(n_free: int = FREE) -> tuple[Without, set[Key], set[Key]]:
     1), and 2 of the 14 absent pairs are released as zero-count picks. Returns (view, listed and
     released keys, free keys). n_free > 12: the common branch."""
     pairs = list(itertools.combinations(range(VOCAB), 2))
-    absent = set(random.Random(7).sample(pairs, n_free + 2))
+    absent: set[Key] = set(random.Random(7).sample(pairs, n_free + 2))
     names = [f"i{j}" for j in range(VOCAB)]
     recs = [[names[a], names[b]] for a, b in pairs if (a, b) not in absent]
     data = from_transactions(recs, universe=names)
@@ -197,7 +197,7 @@ class _ClippedView:
         rnd = random.Random(5)
         self.vocab = 12
         triples = list(itertools.combinations(range(self.vocab), 3))  # 220
-        self.support_of = {s: rnd.choice([0, 1, 2]) for s in triples}
+        self.support_of: dict[Key, int] = {s: rnd.choice([0, 1, 2]) for s in triples}
         above = rnd.sample(triples, 216)
         for s in above:
             self.support_of[s] = rnd.randint(3, 9)
