@@ -19,7 +19,7 @@ the L1 sensitivity of the m-vector is m; m is public once the selection is relea
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -214,12 +214,20 @@ def random_zero_itemset(
     vocabulary, among those not yet released. Only reached once the counts are complete (the
     search went past every nonzero itemset), so every nonzero itemset is in view or removed.
     Clipped at t (docs/privacy.md §1.2): "support 0" reads "support <= t", the group every
-    unlisted itemset belongs to. The key is padded with -1 to the view's row width."""
+    unlisted itemset belongs to. The key is padded with -1 to the view's row width.
+
+    The size r is drawn with probability free[r] / total (free[r]: the r-subsets neither listed
+    nor released). Then, commonly, uniform r-subsets are drawn until one is free (each try
+    succeeds with probability >= 1/64). When fewer than 1/64 of the r-subsets are free, the
+    pick-th free one in lexicographic order is unranked past the sorted lex ranks of the known
+    (listed or released) r-subsets, pick uniform on [0, free[r]): memory O(rows held), within
+    the row budget, never the C(vocab, r) subsets themselves. Both branches draw exactly what
+    they drew when the rare one enumerated every r-subset, so seeded results are unchanged."""
     clip = view.clipped_at
-    width = int(view.itemsets.shape[1])
-    released = set(view.removed)
     rows = view.itemsets
-    widths = np.bincount((rows >= 0).sum(axis=1), minlength=max(sizes) + 1)
+    width = int(rows.shape[1])
+    row_widths = (rows >= 0).sum(axis=1, dtype=np.int8)  # widths <= MAX_SIZE
+    widths = np.bincount(row_widths, minlength=max(sizes) + 1)
     nonzero_by_size = {r: int(widths[r]) for r in sizes}
     for key, c in view.removed.items():
         if c > clip:
@@ -242,11 +250,13 @@ def random_zero_itemset(
         return tuple(sorted(int(i) for i in ids)) + (-1,) * (width - len(ids))
 
     universe = math.comb(vocab, r)
-    if free[r] * 64 < universe:  # rare: enumerate the free ones
-        known = {tuple(int(x) for x in row) for row in view.itemsets} | released
-        zeros = [pad(c) for c in itertools.combinations(range(vocab), r)]
-        zeros = [z for z in zeros if z not in known]
-        return zeros[rng.randbelow(len(zeros))]
+    if free[r] * 64 < universe:  # rare: the pick-th free r-subset, past the known ones
+        released = [ids_of(key) for key in view.removed if len(ids_of(key)) == r]
+        known = known_lex_ranks(rows[row_widths == r], released, vocab, r)  # a copy: scratch
+        if len(known) != universe - free[r]:
+            raise AssertionError(f"{len(known)} known {r}-subsets, expected {universe - free[r]}")
+        return pad(nth_free_subset(vocab, r, known, rng.randbelow(free[r])))
+    released_keys = set(view.removed)
     while True:
         pool = list(range(vocab))
         chosen: list[int] = []
@@ -255,8 +265,93 @@ def random_zero_itemset(
             pool[j], pool[m] = pool[m], pool[j]
             chosen.append(pool[j])
         key = pad(chosen)
-        if key not in released and view.support(sorted(chosen)) <= clip:
+        if key not in released_keys and view.support(sorted(chosen)) <= clip:
             return key
+
+
+# --- ranking r-subsets of {0, ..., vocab - 1} in lexicographic order ---------------------------
+# Colex rank of c_0 < ... < c_{r-1}: sum_i C(c_i, i + 1) (independent of vocab). Lex rank: the
+# colex rank reflected, x -> vocab - 1 - x maps lex order onto reversed colex order, so
+# lex(c) = C(vocab, r) - 1 - colex({vocab - 1 - c_i}). itertools.combinations yields lex order.
+
+
+def lex_rank(ids: Sequence[int], vocab: int) -> int:
+    """The position of the r-subset `ids` (distinct, in 0..vocab-1) among all r-subsets of
+    {0, ..., vocab - 1} in lexicographic order (itertools.combinations' order)."""
+    r = len(ids)
+    mirrored = sorted(vocab - 1 - int(c) for c in ids)
+    return math.comb(vocab, r) - 1 - sum(math.comb(d, i + 1) for i, d in enumerate(mirrored))
+
+
+def lex_unrank(rank: int, vocab: int, r: int) -> tuple[int, ...]:
+    """The r-subset (ascending) at position `rank` in lexicographic order: O(r log vocab)."""
+    if not 0 <= rank < math.comb(vocab, r):
+        raise ValueError(f"rank {rank} outside [0, C({vocab}, {r}))")
+    rest = math.comb(vocab, r) - 1 - rank  # the colex rank of the mirrored subset
+    out: list[int] = []
+    hi = vocab  # invariant: C(lo, i) <= rest < C(hi, i)
+    for i in range(r, 0, -1):
+        lo = i - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if math.comb(mid, i) <= rest:
+                lo = mid
+            else:
+                hi = mid
+        out.append(vocab - 1 - lo)
+        rest -= math.comb(lo, i)
+        hi = lo
+    return tuple(out)  # the mirrored elements came largest first: these ascend
+
+
+def known_lex_ranks(
+    scratch: np.ndarray, released: Sequence[Sequence[int]], vocab: int, r: int
+) -> np.ndarray:
+    """The sorted lex ranks of the r-subsets given as rows (r ids each, in any order, padded
+    with -1 to any width; `scratch` is a copy the caller gives up: it is sorted in place) and
+    as released id lists. Column by column in int64, in place, when no intermediate can
+    overflow (always in the rare branch of `random_zero_itemset`, where C(vocab, r) is below
+    64/63 times the known r-subsets), else as Python ints: memory O(len(scratch))."""
+    universe = math.comb(vocab, r)
+    extra = [lex_rank(ids, vocab) for ids in released]
+    # term * (d - j) in C(d, k) = prod (d - j) / (j + 1) is k C(d, j + 1) <= r max_m C(vocab, m)
+    if r * max(math.comb(vocab, m) for m in range(r + 1)) < 2**63:
+        scratch.sort(axis=1)  # -1 pads sort first: the ids are the last r columns, ascending
+        n, width = scratch.shape
+        colex = np.zeros(n, dtype=np.int64)
+        for i in range(r):  # mirrored ids ascend from the largest id down
+            d = scratch[:, width - 1 - i].astype(np.int64)
+            np.subtract(vocab - 1, d, out=d)
+            term = np.ones(n, dtype=np.int64)
+            for j in range(i + 1):  # C(d, i + 1), exact at every step; 0 once d - j hits 0
+                term *= d - j
+                term //= j + 1
+            colex += term
+            del d, term
+        ranks = np.subtract(universe - 1, colex, out=colex)
+        if extra:
+            ranks = np.concatenate([ranks, np.asarray(extra, dtype=np.int64)])
+    else:
+        rows = [lex_rank(ids_of(row), vocab) for row in scratch]
+        ranks = np.asarray(rows + extra, dtype=object)
+    ranks.sort()
+    return ranks
+
+
+def nth_free_subset(
+    vocab: int, r: int, known_ranks: Sequence[int] | np.ndarray, pick: int
+) -> tuple[int, ...]:
+    """The pick-th (from 0) r-subset of {0, ..., vocab - 1} in lexicographic order whose lex
+    rank is not in `known_ranks` (ascending, distinct). The answer x is pick plus the number of
+    known ranks <= x; the j-th known rank has known[j] - j free ranks below it, a nondecreasing
+    sequence, so that number is #{j : known[j] - j <= pick}, found by bisection."""
+    free = math.comb(vocab, r) - len(known_ranks)
+    if not 0 <= pick < free:
+        raise ValueError(f"pick {pick} outside [0, {free})")
+    below = bisect.bisect_right(
+        range(len(known_ranks)), pick, key=lambda j: int(known_ranks[j]) - j
+    )
+    return lex_unrank(pick + below, vocab, r)
 
 
 def true_ranks(counts: np.ndarray, picked: Sequence[int]) -> list[int]:
