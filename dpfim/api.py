@@ -23,6 +23,7 @@ from dpfim.errors import ParameterError, memory_phase
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.params import DEFAULT_ELL_MAX, Number, check_memory, fraction_to_float
+from dpfim.progress import Setting
 from dpfim.readers import (
     Records,
     read_universe,
@@ -112,7 +113,7 @@ def mine(
     universe: Sequence[str] | None = None,
     rng: RandomSource | int | None = None,
     fmt: str | None = None,
-    progress: bool = False,
+    progress: Setting = False,
     diagnostics: Diagnostics | None = None,
     max_memory: int | str | None = None,
     accountant: str = "basic",
@@ -211,7 +212,7 @@ def mine_file(
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,
     seed: int | None = None,
-    progress: bool = False,
+    progress: Setting = False,
     diagnostics: Diagnostics | None = None,
     reserve: Callable[[Options], None] | None = None,
     engine: str = "local",

@@ -32,6 +32,7 @@ from dpfim.choices import (
 )
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
+from dpfim.progress import EXACT, OFF, PUBLIC
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
@@ -520,7 +521,7 @@ def _release_run(
                 input_path,
                 **{k: opt[k] for k in LIBRARY_OPTIONS if k in opt},
                 **(extra or {}),
-                progress=not opt["quiet"] and sys.stderr.isatty(),
+                progress=_progress_setting(opt),
                 diagnostics=diag,
                 precheck=_precheck(ledger_hooks) if ledger_hooks else None,
                 reserve=_reserve(ledger_hooks) if ledger_hooks else None,
@@ -547,6 +548,14 @@ def _release_run(
             line += f": {_runs_left(left)}"
         _say(line + ")")
     return result
+
+
+def _progress_setting(opt: dict[str, Any]) -> str:
+    """Bars only on a terminal and not with -q; without -v they show only what public
+    parameters decide (docs/cli.md, "Streams"); the exact figures need -v (curator-only)."""
+    if opt["quiet"] or not sys.stderr.isatty():
+        return OFF
+    return EXACT if opt["verbose"] else PUBLIC
 
 
 def _split_accountant(input_path: str, opt: dict[str, Any]) -> str:
@@ -729,7 +738,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
     )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
-    progress = not opt["quiet"] and sys.stderr.isatty()
+    # evaluate's output is NOT PRIVATE as a whole: its bars keep the exact figures
+    progress = EXACT if not opt["quiet"] and sys.stderr.isatty() else OFF
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     opened = ev.open_for_evaluation(
         input_path,
