@@ -135,6 +135,55 @@ def test_a_zst_file_names_its_compression_not_an_empty_extension(tmp_path: Path)
     assert "zstd-compressed input is not supported" in err and "(none)" not in err
 
 
+def _gz(path: Path, text: str = "milk,bread\n" * 20) -> Path:
+    path.write_bytes(gzip.compress(text.encode()))
+    return path
+
+
+def test_gzip_bytes_on_stdin_ask_for_compression_not_a_file_name(tmp_path: Path) -> None:
+    data = _gz(tmp_path / "d.gz").read_bytes()
+    code, out, err = run(["mine", "-", "--format", "basket", *EPS], stdin=data)
+    assert code == 3 and out == ""
+    assert err == (
+        "dpfim: error: <stdin>:1: not valid UTF-8 (byte 0x8b); it looks gzip-compressed and "
+        "stdin is read as it is: pass --compression gzip\n"
+    )
+    code, _, err = run(["mine", "-", "--format", "basket", "--compression", "none", *EPS], data)
+    assert code == 3 and "stdin is read as it is: pass --compression gzip" in err
+    code, _, err = run(["mine", "-", "--format", "basket", "--compression", "gzip", *EPS], data)
+    assert code == 0, err
+
+
+def test_a_gz_file_read_with_compression_none_names_the_option(tmp_path: Path) -> None:
+    path = _gz(tmp_path / "d.csv.gz")
+    code, out, err = run(["mine", str(path), "--compression", "none", *EPS])
+    assert code == 3 and out == ""
+    assert err == (
+        f"dpfim: error: {path}:1: not valid UTF-8 (byte 0x8b); it looks gzip-compressed and "
+        "--compression none reads it as it is: leave --compression out (the .gz name decides) "
+        "or pass --compression gzip\n"
+    )
+    long_args = ["--format", "long", "--record-col", "a", "--item-col", "b"]
+    code, _, err = run(["mine", str(path), "--compression", "none", *long_args, *EPS])
+    assert code == 3 and "--compression none reads it as it is" in err
+
+
+def test_a_file_compressed_twice_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv.gz"
+    path.write_bytes(gzip.compress(gzip.compress(b"milk,bread\n")))
+    code, _, err = run(["mine", str(path), *EPS])
+    assert code == 3
+    assert "still looks gzip-compressed after gzip decompression (compressed twice?)" in err
+    assert "name the file" not in err
+
+
+def test_gzip_bytes_in_a_plain_name_still_suggest_the_name(tmp_path: Path) -> None:
+    path = _gz(tmp_path / "d.csv")
+    code, _, err = run(["mine", str(path), *EPS])
+    assert code == 3
+    assert err.endswith("it looks gzip-compressed: name the file .gz or pass --compression gzip\n")
+
+
 def test_a_vocabulary_disjoint_from_the_data_says_what_the_run_does(tmp_path: Path) -> None:
     data = _write(tmp_path / "d.dat", ["1 2"] * 20)
     vocab = _write(tmp_path / "v.txt", ["x", "y", "z"])

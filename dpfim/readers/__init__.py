@@ -32,6 +32,7 @@ from dpfim.readers.records import (
     truncation_key,
 )
 from dpfim.readers.source import (
+    LooksCompressed,
     chunks,
     decode,
     input_size,
@@ -193,6 +194,7 @@ def read_records(
             records = long.read_parquet(src, name, record_col, item_col, vocab)
         else:
             with (
+                _hint_for(src, comp),
                 open_input(src, comp, stdin) as (stream, raw, label),
                 _progress(stream, raw, src, progress) as read_from,
             ):
@@ -214,6 +216,7 @@ def read_records(
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
         see = None if looks_long is None else lambda chunk, first: looks_long.see(chunk, first, sep)
         with (
+            _hint_for(src, comp),
             open_input(src, comp, stdin) as (stream, raw, label),
             _progress(stream, raw, src, progress) as read_from,
         ):
@@ -319,6 +322,16 @@ class _LongLook:
             and not self.header_seen_again
             and self.first_col_repeats
         )
+
+
+@contextlib.contextmanager
+def _hint_for(src: str, used: str) -> Iterator[None]:
+    """Input that looks compressed: the hint for how this input was opened (stdin, a .gz path
+    read with --compression none, one decompressed once already)."""
+    try:
+        yield
+    except LooksCompressed as exc:
+        raise exc.restate(src, used) from None
 
 
 @contextlib.contextmanager
