@@ -834,7 +834,8 @@ def ledger() -> None:
     "--expect-head",
     default=None,
     metavar="SHA256",
-    help="A head printed earlier by `dpfim ledger head`: it must still be in the chain.",
+    help="A head printed earlier by `dpfim ledger head` (the 64 hex digits after sha256=): it "
+    "must still be in the chain.",
 )
 def ledger_verify(path: str, expect_head: str | None) -> None:
     """Check the hash chain of PATH and its head file; report what is broken (exit 3).
