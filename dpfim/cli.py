@@ -381,8 +381,6 @@ def mine(input_path: str, **opt: Any) -> None:
     opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     if opt["quiet"]:
         return
-    if result["params"]["max_record_items"] == "none":
-        _say(NO_CAP_WARNING)
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
@@ -523,7 +521,7 @@ def _release_run(
                 **(extra or {}),
                 progress=_progress_setting(opt),
                 diagnostics=diag,
-                precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+                precheck=_precheck(ledger_hooks, quiet=opt["quiet"]),
                 reserve=_reserve(ledger_hooks) if ledger_hooks else None,
             )
         if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
@@ -609,8 +607,18 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun 
     )
 
 
-def _precheck(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
-    return lambda opts: run.check(opts.cost())
+def _precheck(run: ledger_mod.LedgerRun | None, *, quiet: bool) -> Callable[[Options], None]:
+    """What runs once the options are valid and before the input is read: the ledger's
+    read-only budget check, then (unless -q) the --max-record-items none warning, shown
+    before reading so that a run which never ends has shown it too."""
+
+    def precheck(opts: Options) -> None:
+        if run is not None:
+            run.check(opts.cost())
+        if not quiet and opts.max_record_items is None:  # none: records are kept whole
+            _say(NO_CAP_WARNING)
+
+    return precheck
 
 
 def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:

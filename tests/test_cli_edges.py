@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -386,3 +387,53 @@ def test_rules_without_its_worker_give_the_same_result(
     assert answered == [True, False]  # the dead child did not, the parent computed them
     strip = lambda text: {k: v for k, v in json.loads(text).items() if k != "created"}  # noqa: E731
     assert strip(got) == strip(want) and json.loads(got)["rules"]
+
+
+def test_the_no_cap_warning_comes_before_reading(tmp_path: Path) -> None:
+    """--max-record-items none: a run that never ends (here: stdin kept open) has shown it."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = ["mine", "-", "--format", "basket", *EPS, "--max-record-items", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpfim", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+    with proc:
+        try:
+            proc.stdin.write(b"milk,bread\n" * 10)
+            proc.stdin.flush()  # and kept open: reading cannot end
+            ready, _, _ = select.select([proc.stderr], [], [], 30)
+            assert ready, "nothing on stderr while stdin is open"
+            first = proc.stderr.readline()
+            assert first.startswith(b"dpfim: warning: --max-record-items none keeps whole")
+            assert proc.poll() is None  # still reading
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=60)  # stdout stays small: the pipe cannot fill
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        out, rest = proc.stdout.read(), proc.stderr.read()
+    assert proc.returncode == 0
+    assert b"--max-record-items none" not in rest  # once
+    assert json.loads(out)["params"]["max_record_items"] == "none"
+
+
+def test_the_no_cap_warning_is_silenced_by_quiet_and_shown_by_rules(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.dat", ["1 2"] * 20)
+    cap = ["--max-record-items", "none"]
+    code, _, err = run(["mine", str(path), *EPS, *cap, "-q"])
+    assert code == 0 and err == ""
+    code, _, err = run(["mine", str(path), *EPS, *cap, "--seed", "1"])
+    assert code == 0
+    seed, warning, *_ = err.splitlines()
+    assert "--seed" in seed and warning.startswith("dpfim: warning: --max-record-items none")
+    code, _, err = run(["rules", str(path), *EPS, *cap])
+    assert code == 0 and err.startswith("dpfim: warning: --max-record-items none")
+    code, _, err = run(["mine", str(path), *EPS])  # the default cap: no warning
+    assert code == 0 and "--max-record-items" not in err
