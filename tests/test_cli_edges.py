@@ -437,3 +437,31 @@ def test_the_no_cap_warning_is_silenced_by_quiet_and_shown_by_rules(tmp_path: Pa
     assert code == 0 and err.startswith("dpfim: warning: --max-record-items none")
     code, _, err = run(["mine", str(path), *EPS])  # the default cap: no warning
     assert code == 0 and "--max-record-items" not in err
+
+
+def test_verbose_timings_are_never_negative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counting done when the engine opens (item supports, numba's import) came before the
+    mechanism's clock started and was subtracted from it all the same: `time mechanism: -0.064
+    s`. Here that opening takes 0.2 s and the mechanism far less."""
+    from dpfim.engines import local
+
+    real = local.SupportIndex._item_supports
+
+    def slow(self: local.SupportIndex) -> Any:
+        time.sleep(0.2)
+        return real(self)
+
+    monkeypatch.setattr(local.SupportIndex, "_item_supports", slow)
+    path = _write(tmp_path / "d.dat", ["1 2 3"] * 50 + ["2 4"] * 10)
+    code, _, err = run(["mine", str(path), *EPS, "-v"])
+    assert code == 0, err
+    times = {
+        line.split("time ")[1].split(":")[0]: float(line.rsplit(":", 1)[1].split()[0])
+        for line in err.splitlines()
+        if "] time " in line
+    }
+    assert set(times) == {"read", "count", "mechanism"}
+    assert all(t >= 0 for t in times.values()), times
+    assert times["count"] >= 0.2  # the opening's counting is still in the counting time

@@ -760,7 +760,6 @@ def count_records(
 
     def facts() -> dict[str, Any]:
         return {
-            "count": sum(e.seconds for e in engines),
             "memory budget (MiB)": total >> 20,
             "counting passes over the records": sum(e.passes for e in engines),
         }
@@ -774,6 +773,7 @@ def count_records(
         counts,
         usable=usable,
         facts=facts,
+        counting_seconds=lambda: sum(e.seconds for e in engines),
         distinct_items=lambda: len(records.items),
         longest_record=lambda: longest,
     )
