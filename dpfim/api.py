@@ -142,6 +142,8 @@ def mine(
     accountant: how top=K splits (eps, delta) among the rounds: "basic" (eps/K, delta/K each)
     or "tight" (the largest per-round eps whose K-fold adaptive composition stays within
     (eps, delta), docs/privacy.md §20.4; needs `pip install 'dpfim[accounting]'`).
+    progress: bars on stderr (dpfim/progress.py). True or "public": only what public parameters
+    decide (no counting bar here); "exact": the exact figures, curator-only (what -v shows).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     opts = check_options(
@@ -232,7 +234,8 @@ def mine_file(
     mechanism runs; the persistent ledger reserves the spend there (and may refuse).
     engine: "local", or "spark" (the `spark` extra): the file is read and counted by Spark
     (spark_master, spark_conf: the session), the mechanism runs here, unchanged.
-    max_memory, accountant: as in mine().
+    max_memory, accountant, progress: as in mine(); a file's reading bar draws its whole
+    percents read (an input of unknown size: a line without numbers).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
     diag = diagnostics or Diagnostics()
