@@ -32,6 +32,7 @@ from dpfim.choices import (
 )
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
+from dpfim.progress import EXACT, OFF, PUBLIC
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
@@ -380,8 +381,6 @@ def mine(input_path: str, **opt: Any) -> None:
     opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     if opt["quiet"]:
         return
-    if result["params"]["max_record_items"] == "none":
-        _say(NO_CAP_WARNING)
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
@@ -520,9 +519,9 @@ def _release_run(
                 input_path,
                 **{k: opt[k] for k in LIBRARY_OPTIONS if k in opt},
                 **(extra or {}),
-                progress=not opt["quiet"] and sys.stderr.isatty(),
+                progress=_progress_setting(opt),
                 diagnostics=diag,
-                precheck=_precheck(ledger_hooks) if ledger_hooks else None,
+                precheck=_precheck(ledger_hooks, quiet=opt["quiet"]),
                 reserve=_reserve(ledger_hooks) if ledger_hooks else None,
             )
         if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
@@ -547,6 +546,14 @@ def _release_run(
             line += f": {_runs_left(left)}"
         _say(line + ")")
     return result
+
+
+def _progress_setting(opt: dict[str, Any]) -> str:
+    """Bars only on a terminal and not with -q; without -v they show only what public
+    parameters decide (docs/cli.md, "Streams"); the exact figures need -v (curator-only)."""
+    if opt["quiet"] or not sys.stderr.isatty():
+        return OFF
+    return EXACT if opt["verbose"] else PUBLIC
 
 
 def _split_accountant(input_path: str, opt: dict[str, Any]) -> str:
@@ -600,8 +607,18 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun 
     )
 
 
-def _precheck(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
-    return lambda opts: run.check(opts.cost())
+def _precheck(run: ledger_mod.LedgerRun | None, *, quiet: bool) -> Callable[[Options], None]:
+    """What runs once the options are valid and before the input is read: the ledger's
+    read-only budget check, then (unless -q) the --max-record-items none warning, shown
+    before reading so that a run which never ends has shown it too."""
+
+    def precheck(opts: Options) -> None:
+        if run is not None:
+            run.check(opts.cost())
+        if not quiet and opts.max_record_items is None:  # none: records are kept whole
+            _say(NO_CAP_WARNING)
+
+    return precheck
 
 
 def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
@@ -729,7 +746,8 @@ def evaluate(input_path: str, **opt: Any) -> None:
     )
     if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
         raise ParameterError("--universe-size must be at least --size")
-    progress = not opt["quiet"] and sys.stderr.isatty()
+    # evaluate's output is NOT PRIVATE as a whole: its bars keep the exact figures
+    progress = EXACT if not opt["quiet"] and sys.stderr.isatty() else OFF
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     opened = ev.open_for_evaluation(
         input_path,
@@ -824,7 +842,8 @@ def ledger() -> None:
     "--expect-head",
     default=None,
     metavar="SHA256",
-    help="A head printed earlier by `dpfim ledger head`: it must still be in the chain.",
+    help="A head printed earlier by `dpfim ledger head` (the 64 hex digits after sha256=): it "
+    "must still be in the chain.",
 )
 def ledger_verify(path: str, expect_head: str | None) -> None:
     """Check the hash chain of PATH and its head file; report what is broken (exit 3).

@@ -26,6 +26,7 @@ from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.mechanisms import registry
+from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records
 from dpfim.readers.records import truncate, truncation_key
 from dpfim.request import EngineSpec, InputSpec, check_record_cap
@@ -132,7 +133,7 @@ def evaluate(
     max_record_items: int | str | None = None,
     candidates: int = 10,
     rng: RandomSource | int | None = None,
-    progress: bool = False,
+    progress: Setting = False,
     top: int = 1,
     supports: bool = False,
     support_share: str | None = None,
@@ -176,7 +177,7 @@ def evaluate(
     c1 = int(index.counts[0]) if len(index.counts) else 0
     jobs = [(m, e) for m in chosen for e in eps_values]
     bar = None
-    if progress:
+    if progress_mode(progress) != OFF:
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs) * trials, desc="evaluate", unit="run", leave=False)

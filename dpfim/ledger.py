@@ -480,16 +480,29 @@ def verify(path: str, expect_head: str | None = None) -> int:
     """Number of valid lines; LedgerError names the first broken or truncated one.
 
     expect_head: a SHA-256 printed earlier by `dpfim ledger head`; it must still be in the chain.
+    A value that is not a SHA-256 is a usage error (ParameterError), never a rollback.
     """
+    wanted = None if expect_head is None else check_expected_head(expect_head)
     entries = _read(path)
-    if expect_head is not None:
-        wanted = expect_head.strip().lower()
-        if wanted not in {GENESIS, *(e["_hash"] for e in entries)}:
-            raise LedgerError(
-                f"{path}: the expected head {wanted} is not in the chain: the ledger was rolled "
-                "back or rewritten since that head was recorded"
-            )
+    if wanted is not None and wanted not in {GENESIS, *(e["_hash"] for e in entries)}:
+        raise LedgerError(
+            f"{path}: the expected head {wanted} is not in the chain: the ledger was rolled "
+            "back or rewritten since that head was recorded"
+        )
     return len(entries)
+
+
+def check_expected_head(text: str) -> str:
+    """The lower-case hex of a SHA-256 given to --expect-head: 64 hex digits, as `dpfim ledger
+    head` prints them after "sha256=" (that prefix may be kept)."""
+    value = text.strip().lower()
+    value = value.removeprefix("sha256=")
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ParameterError(
+            f"--expect-head must be a SHA-256 as `dpfim ledger head` prints it after sha256= "
+            f"(64 hex digits), got {text!r}"
+        )
+    return value
 
 
 def head(path: str) -> Head:

@@ -28,6 +28,7 @@ from dpfim.params import (
     check_fraction,
     check_size,
 )
+from dpfim.progress import Setting
 
 # Read from the registry (dpfim/mechanisms/registry.py); kept as names for the Python API.
 MECHANISMS = registry.NAMES
@@ -354,7 +355,7 @@ class EngineSpec:
     master: str | None = None  # spark
     conf: Mapping[str, str] = field(default_factory=dict)  # spark
     max_memory: int | None = None  # local: bytes
-    progress: bool = False
+    progress: Setting = False  # dpfim/progress.py: True is PUBLIC, "exact" needs -v
 
 
 def parse_conf(pairs: Iterable[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -133,6 +134,55 @@ def test_a_zst_file_names_its_compression_not_an_empty_extension(tmp_path: Path)
     code, out, err = run(["mine", str(path), *EPS])
     assert code == 2 and out == ""
     assert "zstd-compressed input is not supported" in err and "(none)" not in err
+
+
+def _gz(path: Path, text: str = "milk,bread\n" * 20) -> Path:
+    path.write_bytes(gzip.compress(text.encode()))
+    return path
+
+
+def test_gzip_bytes_on_stdin_ask_for_compression_not_a_file_name(tmp_path: Path) -> None:
+    data = _gz(tmp_path / "d.gz").read_bytes()
+    code, out, err = run(["mine", "-", "--format", "basket", *EPS], stdin=data)
+    assert code == 3 and out == ""
+    assert err == (
+        "dpfim: error: <stdin>:1: not valid UTF-8 (byte 0x8b); it looks gzip-compressed and "
+        "stdin is read as it is: pass --compression gzip\n"
+    )
+    code, _, err = run(["mine", "-", "--format", "basket", "--compression", "none", *EPS], data)
+    assert code == 3 and "stdin is read as it is: pass --compression gzip" in err
+    code, _, err = run(["mine", "-", "--format", "basket", "--compression", "gzip", *EPS], data)
+    assert code == 0, err
+
+
+def test_a_gz_file_read_with_compression_none_names_the_option(tmp_path: Path) -> None:
+    path = _gz(tmp_path / "d.csv.gz")
+    code, out, err = run(["mine", str(path), "--compression", "none", *EPS])
+    assert code == 3 and out == ""
+    assert err == (
+        f"dpfim: error: {path}:1: not valid UTF-8 (byte 0x8b); it looks gzip-compressed and "
+        "--compression none reads it as it is: leave --compression out (the .gz name decides) "
+        "or pass --compression gzip\n"
+    )
+    long_args = ["--format", "long", "--record-col", "a", "--item-col", "b"]
+    code, _, err = run(["mine", str(path), "--compression", "none", *long_args, *EPS])
+    assert code == 3 and "--compression none reads it as it is" in err
+
+
+def test_a_file_compressed_twice_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv.gz"
+    path.write_bytes(gzip.compress(gzip.compress(b"milk,bread\n")))
+    code, _, err = run(["mine", str(path), *EPS])
+    assert code == 3
+    assert "still looks gzip-compressed after gzip decompression (compressed twice?)" in err
+    assert "name the file" not in err
+
+
+def test_gzip_bytes_in_a_plain_name_still_suggest_the_name(tmp_path: Path) -> None:
+    path = _gz(tmp_path / "d.csv")
+    code, _, err = run(["mine", str(path), *EPS])
+    assert code == 3
+    assert err.endswith("it looks gzip-compressed: name the file .gz or pass --compression gzip\n")
 
 
 def test_a_vocabulary_disjoint_from_the_data_says_what_the_run_does(tmp_path: Path) -> None:
@@ -337,3 +387,81 @@ def test_rules_without_its_worker_give_the_same_result(
     assert answered == [True, False]  # the dead child did not, the parent computed them
     strip = lambda text: {k: v for k, v in json.loads(text).items() if k != "created"}  # noqa: E731
     assert strip(got) == strip(want) and json.loads(got)["rules"]
+
+
+def test_the_no_cap_warning_comes_before_reading(tmp_path: Path) -> None:
+    """--max-record-items none: a run that never ends (here: stdin kept open) has shown it."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = ["mine", "-", "--format", "basket", *EPS, "--max-record-items", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpfim", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+    with proc:
+        try:
+            proc.stdin.write(b"milk,bread\n" * 10)
+            proc.stdin.flush()  # and kept open: reading cannot end
+            ready, _, _ = select.select([proc.stderr], [], [], 30)
+            assert ready, "nothing on stderr while stdin is open"
+            first = proc.stderr.readline()
+            assert first.startswith(b"dpfim: warning: --max-record-items none keeps whole")
+            assert proc.poll() is None  # still reading
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=60)  # stdout stays small: the pipe cannot fill
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        out, rest = proc.stdout.read(), proc.stderr.read()
+    assert proc.returncode == 0
+    assert b"--max-record-items none" not in rest  # once
+    assert json.loads(out)["params"]["max_record_items"] == "none"
+
+
+def test_the_no_cap_warning_is_silenced_by_quiet_and_shown_by_rules(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.dat", ["1 2"] * 20)
+    cap = ["--max-record-items", "none"]
+    code, _, err = run(["mine", str(path), *EPS, *cap, "-q"])
+    assert code == 0 and err == ""
+    code, _, err = run(["mine", str(path), *EPS, *cap, "--seed", "1"])
+    assert code == 0
+    seed, warning, *_ = err.splitlines()
+    assert "--seed" in seed and warning.startswith("dpfim: warning: --max-record-items none")
+    code, _, err = run(["rules", str(path), *EPS, *cap])
+    assert code == 0 and err.startswith("dpfim: warning: --max-record-items none")
+    code, _, err = run(["mine", str(path), *EPS])  # the default cap: no warning
+    assert code == 0 and "--max-record-items" not in err
+
+
+def test_verbose_timings_are_never_negative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counting done when the engine opens (item supports, numba's import) came before the
+    mechanism's clock started and was subtracted from it all the same: `time mechanism: -0.064
+    s`. Here that opening takes 0.2 s and the mechanism far less."""
+    from dpfim.engines import local
+
+    real = local.SupportIndex._item_supports
+
+    def slow(self: local.SupportIndex) -> Any:
+        time.sleep(0.2)
+        return real(self)
+
+    monkeypatch.setattr(local.SupportIndex, "_item_supports", slow)
+    path = _write(tmp_path / "d.dat", ["1 2 3"] * 50 + ["2 4"] * 10)
+    code, _, err = run(["mine", str(path), *EPS, "-v"])
+    assert code == 0, err
+    times = {
+        line.split("time ")[1].split(":")[0]: float(line.rsplit(":", 1)[1].split()[0])
+        for line in err.splitlines()
+        if "] time " in line
+    }
+    assert set(times) == {"read", "count", "mechanism"}
+    assert all(t >= 0 for t in times.values()), times
+    assert times["count"] >= 0.2  # the opening's counting is still in the counting time

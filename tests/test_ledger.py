@@ -486,6 +486,34 @@ def test_ledger_head_prints_the_chain_head_and_verify_checks_it(tmp_path: Path) 
     assert code == 3 and "not in the chain" in err
 
 
+@pytest.mark.parametrize(
+    "given", ["3f1c", "seq=2", "x" * 64, "0" * 63, "0" * 65, "", "sha256:" + "0" * 64]
+)
+def test_a_malformed_expected_head_is_a_usage_error_not_a_rollback(
+    tmp_path: Path, given: str
+) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    code, out, err = run(["ledger", "verify", str(path), "--expect-head", given])
+    assert code == 2 and out == ""
+    assert err == (
+        "dpfim: error: --expect-head must be a SHA-256 as `dpfim ledger head` prints it after "
+        f"sha256= (64 hex digits), got {given!r}\n"
+    )
+
+
+def test_a_well_formed_expected_head_is_read_as_printed(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    spend(path)
+    _, out, _ = run(["ledger", "head", str(path)])
+    sha = out.split("sha256=")[1].strip()
+    for given in (sha, sha.upper(), f"sha256={sha}", f" {sha}\n"):
+        assert run(["ledger", "verify", str(path), "--expect-head", given])[0] == 0
+    stale = "f" * 64  # well formed, not in the chain: the rollback diagnosis, exit 3
+    code, _, err = run(["ledger", "verify", str(path), "--expect-head", stale])
+    assert code == 3 and "not in the chain" in err and "rolled back" in err
+
+
 def test_a_head_that_lags_after_a_crash_still_verifies(tmp_path: Path) -> None:
     """A crash between the fsynced append and the head update leaves the head one line behind."""
     path = tmp_path / "l.jsonl"

@@ -33,6 +33,8 @@ class Opened:
     close: Callable[[], None] = lambda: None
     facts: Callable[[], dict[str, Any]] = dict
     timings: dict[str, float] = field(default_factory=dict)
+    # seconds spent counting so far, on time.perf_counter (curator-only; None: not timed apart)
+    counting_seconds: Callable[[], float] | None = None
     # exact facts evaluate needs (NOT private): distinct items, the longest record
     distinct_items: Callable[[], int] | None = None
     longest_record: Callable[[], int] | None = None

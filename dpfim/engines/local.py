@@ -58,6 +58,7 @@ import numpy as np
 from dpfim.counts import MAX_LISTED, Counts
 from dpfim.engines import Opened
 from dpfim.engines.topdown import TopDown, next_threshold
+from dpfim.progress import EXACT, Setting, progress_mode
 from dpfim.readers import Records
 from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
@@ -164,7 +165,7 @@ class SupportIndex(TopDown):
         records: Records,
         size: int,
         *,
-        progress: bool = False,
+        progress: Setting = False,
         max_memory: int | None = None,
         scratch_bytes: int | None = None,
         compiled: bool | None = None,
@@ -173,7 +174,7 @@ class SupportIndex(TopDown):
     ) -> None:
         self.n = records.n
         self.items = records.items  # ids are the records' ids: fixed (contract invariant 3)
-        self._progress = progress
+        self._progress = progress_mode(progress)
         self._n_items = len(records.items)
         self._indptr = records.indptr
         self._indices = records.indices
@@ -559,7 +560,9 @@ class SupportIndex(TopDown):
             yield from self._extend(at[ok], partner[ok], cols, ends, width, levels, j + 1, k, keep)
 
     def _bar(self, desc: str) -> Any:
-        if not self._progress:
+        """A counting bar, with -v only (EXACT): its records, floor (s=) and passes are exact
+        facts about the data; without -v counting draws nothing (dpfim/progress.py)."""
+        if self._progress != EXACT:
             return None
         from tqdm import tqdm
 
@@ -736,7 +739,7 @@ def count_records(
     sizes: Sequence[int],
     *,
     max_memory: int | None = None,
-    progress: bool = False,
+    progress: Setting = False,
 ) -> Opened:
     """Counts of records in memory, for every size in `sizes` (several: merged, one budget)."""
     from dpfim.views import Merged
@@ -757,7 +760,6 @@ def count_records(
 
     def facts() -> dict[str, Any]:
         return {
-            "count": sum(e.seconds for e in engines),
             "memory budget (MiB)": total >> 20,
             "counting passes over the records": sum(e.passes for e in engines),
         }
@@ -771,6 +773,7 @@ def count_records(
         counts,
         usable=usable,
         facts=facts,
+        counting_seconds=lambda: sum(e.seconds for e in engines),
         distinct_items=lambda: len(records.items),
         longest_record=lambda: longest,
     )

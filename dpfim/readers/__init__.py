@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from dpfim.choices import COMPRESSIONS, FORMATS
 from dpfim.errors import ParameterError
 from dpfim.params import check_sep
+from dpfim.progress import EXACT, OFF, PercentBar, PhaseLine, Setting, progress_mode
 from dpfim.readers import basket, fimi, jsonl, long
 from dpfim.readers.prefetch import prefetched
 from dpfim.readers.records import (
@@ -31,6 +32,7 @@ from dpfim.readers.records import (
     truncation_key,
 )
 from dpfim.readers.source import (
+    LooksCompressed,
     chunks,
     decode,
     input_size,
@@ -155,7 +157,7 @@ def read_records(
     universe: Sequence[str] | None = None,
     rng: RandomSource | None = None,
     key: bytes | None = None,
-    progress: bool = False,
+    progress: Setting = False,
     stdin: BinaryIO | None = None,
     warn: Callable[[str], None] | None = None,
     paths: Callable[[str], None] | None = None,
@@ -191,9 +193,13 @@ def read_records(
                 )
             records = long.read_parquet(src, name, record_col, item_col, vocab)
         else:
-            with open_input(src, comp, stdin) as (stream, raw, label):
+            with (
+                _hint_for(src, comp),
+                open_input(src, comp, stdin) as (stream, raw, label),
+                _progress(stream, raw, src, progress) as read_from,
+            ):
                 records = long.read_csv(
-                    _progress(stream, raw, src, progress),
+                    read_from,
                     name,
                     label,
                     sep,
@@ -209,9 +215,12 @@ def read_records(
         read_chunk = _CHUNK_READERS[decided]
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
         see = None if looks_long is None else lambda chunk, first: looks_long.see(chunk, first, sep)
-        with open_input(src, comp, stdin) as (stream, raw, label):
+        with (
+            _hint_for(src, comp),
+            open_input(src, comp, stdin) as (stream, raw, label),
+            _progress(stream, raw, src, progress) as read_from,
+        ):
             big = (builder.size_hint or 0) >= _COMPILED_FROM[decided]()
-            read_from = _progress(stream, raw, src, progress)
             # big inputs: chunks tokenised on both cores and merged in order (pipeline.py)
             done = big and _pipelined(
                 decided, chunks(read_from, name, label), name, sep, builder, see
@@ -315,28 +324,65 @@ class _LongLook:
         )
 
 
-def _progress(stream: BinaryIO, raw: BinaryIO, src: str, on: bool) -> BinaryIO:
-    """A reading progress bar in (compressed) bytes on stderr; only when asked for."""
-    if not on:
-        return stream
-    from tqdm import tqdm
+@contextlib.contextmanager
+def _hint_for(src: str, used: str) -> Iterator[None]:
+    """Input that looks compressed: the hint for how this input was opened (stdin, a .gz path
+    read with --compression none, one decompressed once already)."""
+    try:
+        yield
+    except LooksCompressed as exc:
+        raise exc.restate(src, used) from None
 
-    bar = tqdm(
-        total=input_size(src),
-        desc="reading",
-        unit="B",
-        unit_scale=True,
-        file=sys.stderr,
-        leave=False,
-    )
-    return _Counted(stream, raw, bar)  # type: ignore[return-value]
+
+@contextlib.contextmanager
+def _progress(stream: BinaryIO, raw: BinaryIO, src: str, setting: Setting) -> Iterator[BinaryIO]:
+    """`stream`, advancing a reading progress bar on stderr by how far the raw (compressed)
+    input has been read (dpfim/progress.py): PUBLIC draws whole percents only, EXACT a tqdm bar
+    in bytes; the bar is closed when the block ends, also on an error."""
+    kind = progress_mode(setting)
+    if kind == OFF:
+        yield stream
+        return
+    size = input_size(src)
+    if kind == EXACT:
+        from tqdm import tqdm
+
+        exact = tqdm(
+            total=size, desc="reading", unit="B", unit_scale=True, file=sys.stderr, leave=False
+        )
+        try:
+            yield _Counted(stream, raw, step=exact.update)  # type: ignore[misc]
+        finally:
+            exact.close()
+        return
+    bar: PercentBar | PhaseLine
+    if size is None:
+        bar, at = PhaseLine("reading", sys.stderr), None
+    else:
+        bar = PercentBar("reading", sys.stderr)
+        at = (lambda pos: bar.to(pos * 100 // size)) if size else None
+    done = False
+    try:
+        yield _Counted(stream, raw, at=at)  # type: ignore[misc]
+        done = True
+    finally:
+        bar.close(complete=done)  # an error: the line is blanked before its message
 
 
 class _Counted:
-    """Advances a progress bar by how far the raw (compressed) input has been read."""
+    """Reports how far the raw (compressed) input has been read: `step` receives each read's
+    advance in bytes, `at` the position reached."""
 
-    def __init__(self, stream: BinaryIO, raw: BinaryIO, bar: object) -> None:
-        self._stream, self._raw, self._bar = stream, raw, bar
+    def __init__(
+        self,
+        stream: BinaryIO,
+        raw: BinaryIO,
+        *,
+        step: Callable[[int], object] | None = None,
+        at: Callable[[int], object] | None = None,
+    ) -> None:
+        self._stream, self._raw = stream, raw
+        self._step, self._report = step, at
         self._at = 0
 
     def read(self, size: int = -1) -> bytes:
@@ -345,8 +391,9 @@ class _Counted:
             at = self._raw.tell()
         except (OSError, ValueError):
             at = self._at + len(data)
-        self._bar.update(max(0, at - self._at))  # type: ignore[attr-defined]
+        if self._step is not None:
+            self._step(max(0, at - self._at))
         self._at = at
-        if not data:
-            self._bar.close()  # type: ignore[attr-defined]
+        if self._report is not None:
+            self._report(at)
         return data

@@ -252,21 +252,55 @@ def decode(chunk: bytes, name: str, first_line: int) -> str:
         text = chunk.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = first_line + chunk.count(b"\n", 0, exc.start)
+        where = f"{name}:{line}: not valid UTF-8 (byte 0x{chunk[exc.start]:02x})"
         looks = next((lb for magic, lb in _MAGIC if chunk.startswith(magic)), None)
-        hint = (
-            f"; it looks {looks}-compressed: name the file .{looks.replace('gzip', 'gz')} or "
-            f"pass --compression {looks}"
-            if looks and first_line == 1
-            else "; convert the file to UTF-8"
-        )
-        raise InputError(
-            f"{name}:{line}: not valid UTF-8 (byte 0x{chunk[exc.start]:02x}){hint}"
-        ) from None
+        if looks and first_line == 1:
+            raise LooksCompressed(where, looks) from None
+        raise InputError(f"{where}; convert the file to UTF-8") from None
     nul = text.find("\0")
     if nul >= 0:
         line = first_line + text.count("\n", 0, nul)
         raise InputError(f"{name}:{line}: NUL byte (binary data?)")
     return text
+
+
+class LooksCompressed(InputError):
+    """Undecodable first bytes that start like a gzip, bz2 or xz stream. What to do depends on
+    how the input was opened: read_records restates the hint with restate()."""
+
+    def __init__(self, where: str, looks: str) -> None:
+        self.where, self.looks = where, looks
+        super().__init__(f"{where}; {compression_hint('', 'none', looks)}")
+
+    def __reduce__(self) -> tuple[type[LooksCompressed], tuple[str, str]]:
+        return LooksCompressed, (self.where, self.looks)  # picklable (Spark workers raise it)
+
+    def restate(self, src: str, used: str) -> InputError:
+        """The same error, its hint for `src` ("-": stdin) read with compression `used`."""
+        return InputError(f"{self.where}; {compression_hint(src, used, self.looks)}")
+
+
+def compression_hint(src: str, used: str, looks: str) -> str:
+    """What to do about input that looks `looks`-compressed after reading it with `used`."""
+    suffix = next(sfx for sfx, label in _BY_SUFFIX.items() if label == looks)
+    if used != "none":
+        return (
+            f"it still looks {looks}-compressed after {used} decompression (compressed twice?): "
+            "decompress it once and read the result"
+        )
+    if src == "-":
+        return f"it looks {looks}-compressed and stdin is read as it is: pass --compression {looks}"
+    if Path(src).name.lower().endswith(suffix):  # only --compression none reads a .gz as it is
+        return (
+            f"it looks {looks}-compressed and --compression none reads it as it is: leave "
+            f"--compression out (the {suffix} name decides) or pass --compression {looks}"
+        )
+    if plain_name(src) != Path(src).name.lower():  # another compression's name, read as none
+        return (
+            f"it looks {looks}-compressed and --compression none reads it as it is: pass "
+            f"--compression {looks}"
+        )
+    return f"it looks {looks}-compressed: name the file {suffix} or pass --compression {looks}"
 
 
 def split_lines(text: str, name: str, first_line: int) -> list[str]:
