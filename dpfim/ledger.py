@@ -11,6 +11,8 @@ import hashlib
 import json
 import math
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -35,6 +37,8 @@ READ_VERSIONS = (1, 2)  # v1 spends are read as one generic (eps, delta) pair
 HEAD_VERSION = 1
 # runs_left() stops counting here (a tight budget that lasts longer says "at least")
 RUNS_LEFT_CAP = 1 << 20
+# a tight data set's run totals composed ahead when the library is loaded (keep_ahead)
+LOOKAHEAD = 8
 HEAD_SUFFIX = ".head"
 
 
@@ -124,6 +128,18 @@ class DatasetState:
             [self.per_run.times(runs)], "tight", self.budget_eps, self.budget_delta
         )
 
+    def keep_ahead(self, runs: int) -> None:
+        """Compose the totals of the next LOOKAHEAD runs after `runs` of a tight data set's fixed
+        cost (until one does not fit), so that they are kept (dpfim.accounting_cache) for the runs
+        to come -- only when dp-accounting is loaded already: a run that had to compose anyway
+        pays for a few more totals at a fraction of the library's import, which the next runs
+        then skip."""
+        if "dp_accounting" not in sys.modules:
+            return
+        for total in range(runs + 1, runs + 1 + LOOKAHEAD):
+            if not self.fits(total):
+                return
+
     def runs_left(self) -> int | None:
         """How many more runs of a tight data set's fixed cost fit its budget (None for a
         basic data set, or without dp-accounting; RUNS_LEFT_CAP when at least that many do):
@@ -137,20 +153,16 @@ class DatasetState:
             return None
 
     def _runs_left(self) -> int:
-        if not self.fits(self.runs + 1):
-            return 0
-        lo, hi = 1, 2  # lo fits; find hi that does not
-        while self.fits(self.runs + hi):
-            lo, hi = hi, hi * 2
-            if hi > RUNS_LEFT_CAP:
-                return RUNS_LEFT_CAP
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.fits(self.runs + mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        # The capacity (the most runs of the fixed cost that fit, in all) is searched over
+        # totals, so its compositions are the same from one run to the next and are kept
+        # (dpfim.accounting_cache); the runs left are then read off it by the same search over
+        # further runs, which the bisection's monotonicity makes the same answer as probing
+        # fits(runs + m) itself. A capacity of RUNS_LEFT_CAP or more is not known exactly:
+        # then fits(runs + m) is probed.
+        capacity = _most(self.fits)
+        if capacity < RUNS_LEFT_CAP:
+            return _most(lambda m: self.runs + m <= capacity)
+        return _most(lambda m: self.fits(self.runs + m))
 
     def tight_spent(self) -> accounting.Total | None:
         """The spend under the tight accountant at the budget's delta (information: None when
@@ -219,6 +231,25 @@ class DatasetState:
         self.costs.append(cost)
         if self.neighbours is None:
             self.neighbours = cost.neighbours
+
+
+def _most(fits: Callable[[int], bool]) -> int:
+    """The largest m >= 1 with fits(m), 0 when fits(1) fails, RUNS_LEFT_CAP when fits(m) for
+    m = RUNS_LEFT_CAP (fits must be monotone: true up to some point): doubling, then bisection."""
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2  # lo fits; find hi that does not
+    while fits(hi):
+        lo, hi = hi, hi * 2
+        if hi > RUNS_LEFT_CAP:
+            return RUNS_LEFT_CAP
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 @dataclass(frozen=True)
@@ -660,6 +691,7 @@ def _check_tight(spend: Spend, st: DatasetState) -> None:
             f"fit eps={format_amount(st.budget_eps)}, delta={format_amount(st.budget_delta)} "
             "under tight composition"
         )
+    st.keep_ahead(st.runs + 1)
 
 
 def check(spend: Spend) -> None:

@@ -23,12 +23,14 @@ rounded up to the grid, so the grid's slack is at most 0.1% of each eps).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from dpfim import accounting_cache
 from dpfim.accounting import (
     INSTALL_HINT,
     ZCDP,
@@ -37,10 +39,12 @@ from dpfim.accounting import (
     Cost,
     InfeasibleError,
     Measure,
+    Neighbours,
     PureDP,
     Total,
     basic,
     down,
+    measure_json,
     up,
 )
 from dpfim.errors import ParameterError
@@ -61,12 +65,60 @@ def _library() -> tuple[Any, Any, Any]:
 
 
 def compose(costs: Sequence[Cost], delta: Fraction) -> Total:
-    """The smallest eps at `delta` over the valid bounds; InfeasibleError when none reaches it."""
+    """The smallest eps at `delta` over the valid bounds; InfeasibleError when none reaches it.
+
+    Kept by dpfim.accounting_cache under its exact arguments (the measures in the order they
+    come, with their counts, and delta): a repeated call returns the same Total, or raises the
+    same InfeasibleError, without dp-accounting."""
     measures: Counter[Measure] = Counter()
     for cost in costs:
         measures.update(cost.measures())
+    args = json.dumps(
+        {
+            "compose": [[measure_json(m), c] for m, c in measures.items()],
+            "delta": str(delta),
+        },
+        separators=(",", ":"),
+    )
+    kept = _decode(accounting_cache.get(args))
+    if isinstance(kept, Total):
+        return kept
+    if isinstance(kept, str):
+        raise InfeasibleError(kept)
+    try:
+        total = _compose(measures, delta)
+    except InfeasibleError as exc:
+        accounting_cache.put(args, {"infeasible": str(exc)})
+        raise
+    accounting_cache.put(
+        args, {"eps": str(total.eps), "delta": str(total.delta), "accountant": total.accountant}
+    )
+    return total
+
+
+def _decode(value: Any) -> Total | str | None:
+    """A kept result: a Total, an infeasibility's message, or None (nothing usable kept)."""
+    if not isinstance(value, dict):
+        return None
+    if set(value) == {"infeasible"} and isinstance(value["infeasible"], str):
+        return str(value["infeasible"])
+    if set(value) != {"eps", "delta", "accountant"} or not all(
+        isinstance(v, str) for v in value.values()
+    ):
+        return None
+    try:
+        eps, delta = Fraction(value["eps"]), Fraction(value["delta"])
+    except (ValueError, ZeroDivisionError):
+        return None
+    if eps < 0 or delta < 0:
+        return None
+    return Total(eps, delta, value["accountant"])
+
+
+def _compose(measures: Counter[Measure], delta: Fraction) -> Total:
+    """compose's computation, uncached."""
     candidates: list[Total] = []
-    b = basic(costs)
+    b = basic([Cost(Neighbours.REPLACE, tuple(measures.items()))])
     if b.delta <= delta:
         candidates.append(b)
     if not measures:
