@@ -802,7 +802,11 @@ def evaluate(input_path: str, **opt: Any) -> None:
         f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
     )
     # the table is always printed, also when --csv or --plot write it elsewhere
-    click.echo(header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    write_text(
+        header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}") + "\n",
+        None,
+        flag=None,  # evaluate has no -o: its table goes to stdout
+    )
     if opt["csv_path"] is not None:
         # No comment line (CSV readers reject it): the label is a column, and stderr says it.
         labelled = table.copy()
@@ -858,6 +862,7 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
         f"{path}: ok, {_plural(lines, 'entry', 'entries')}, hash chain intact, "
         f"head {head.text()}\n",
         None,
+        flag=None,
     )
 
 
@@ -894,7 +899,7 @@ def ledger_plan(**opt: Any) -> None:
     """
     from dpfim.plan import plan
 
-    write_text(json.dumps(plan(**opt), indent=2) + "\n", None)
+    write_text(json.dumps(plan(**opt), indent=2) + "\n", None, flag=None)
 
 
 @ledger.command("create")
@@ -973,7 +978,7 @@ def ledger_create(path: str, **opt: Any) -> None:
     )
     st = ledger_mod.create(spend)
     line = f"{path}: created data set {dataset!r}: " + _state_line(dataset, st).split(": ", 1)[1]
-    write_text(line + "\n", None)
+    write_text(line + "\n", None, flag=None)
 
 
 @ledger.command("head")
@@ -996,7 +1001,7 @@ def ledger_head(path: str, init: bool) -> None:
     if init and not os.path.exists(path):
         raise ParameterError(f"{path}: no such ledger file")
     head = _ledger().init_head(path) if init else _ledger().head(path)
-    write_text(head.text() + "\n", None)
+    write_text(head.text() + "\n", None, flag=None)
 
 
 @ledger.command("show")
@@ -1037,9 +1042,13 @@ def ledger_show(path: str, dataset: str | None, as_json: bool, plot_path: str | 
         )
     if as_json:
         rows = [st.summary(name) for name, st in states.items()]
-        write_text(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n", None)
+        write_text(
+            json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n", None, flag=None
+        )
         return
-    write_text("".join(_state_line(name, st) + "\n" for name, st in states.items()), None)
+    write_text(
+        "".join(_state_line(name, st) + "\n" for name, st in states.items()), None, flag=None
+    )
 
 
 def _check_plot_path(plot_path: str, ledger_path: str) -> None:
@@ -1137,6 +1146,14 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except SystemExit as exc:
+        # click's wrapper is PacifyFlushWrapper in click 8.1, _PacifyFlushWrapper in 8.2+
+        if exc.code == 1 and type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
+            # click's own answer to EPIPE (--help, --version, any echo into a closed pipe): it
+            # exits 1, our code for a bug; the output could not be written, which is exit 7
+            _say("error: cannot write the output (Broken pipe)")
+            sys.exit(OutputError.exit_code)
+        raise
     except click.Abort:  # EOF at a prompt, or an interrupt click saw first
         _say("interrupted")
         sys.exit(130)

@@ -283,18 +283,20 @@ def write(result: dict[str, Any], path: str | None, *, compact: bool = False) ->
     write_text(dumps(result, compact=compact), path)
 
 
-def write_text(text: str, path: str | None, *, flag: str = "-o") -> None:
-    """Text to stdout (path None or "-"), or to a file (see above)."""
+def write_text(text: str, path: str | None, *, flag: str | None = "-o") -> None:
+    """Text to stdout (path None or "-"), or to a file (see above). flag: the option that
+    writes to a file instead (named when stdout is closed), None for a command without one."""
     if path is None or path == "-":
-        _to_stdout(text)
+        _to_stdout(text, flag)
     else:
-        write_bytes(text.encode("utf-8"), path, flag=flag)
+        write_bytes(text.encode("utf-8"), path, flag=flag or "-o")
 
 
-def _to_stdout(text: str) -> None:
+def _to_stdout(text: str, flag: str | None = "-o") -> None:
     stream = sys.stdout
     if stream is None:  # Python sets it to None when fd 1 was closed at start (>&-)
-        raise OutputError("cannot write the result: stdout is closed (use -o FILE)")
+        hint = f" (use {flag} FILE)" if flag == "-o" else ""
+        raise OutputError(f"cannot write the result: stdout is closed{hint}")
     try:
         stream.write(text)
         stream.flush()

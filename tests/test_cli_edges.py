@@ -465,3 +465,69 @@ def test_verbose_timings_are_never_negative(
     assert set(times) == {"read", "count", "mechanism"}
     assert all(t >= 0 for t in times.values()), times
     assert times["count"] >= 0.2  # the opening's counting is still in the counting time
+
+
+@pytest.mark.parametrize(
+    ("name", "command"), [("data.zip", "unzip -p"), ("data.7z", "7z x -so"), ("d.lz4", "lz4 -dc")]
+)
+def test_unsupported_compression_hints_name_a_command_that_exists(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    """The hint is a command that writes the decompressed bytes to stdout: `zip -dc` and
+    `7z -dc` (what it said before) are no such commands (issue 33)."""
+    path = tmp_path / name
+    path.write_bytes(b"PK\x03\x04")
+    code, out, err = run(["mine", str(path), *EPS])
+    assert code == 2 and out == ""
+    assert f"`{command} {path} | dpfim mine - --format FORMAT ...`" in err
+
+
+def _dpfim_into_a_closed_pipe(args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """Run `python -m dpfim ARGS` with stdout a pipe whose reading end is already closed (what
+    `dpfim ... | true` gives when `true` has exited), so every write fails with EPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "dpfim", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--version"],
+        ["mine", "--help"],
+        ["ledger", "--help"],
+        ["evaluate", "SAMPLE", "--eps", "1", "--delta", "1e-6", "--trials", "1", "-q"],
+    ],
+)
+def test_every_command_whose_output_cannot_be_written_exits_7(args: list[str]) -> None:
+    """click answers EPIPE with exit 1 (our code for a bug) and no message; evaluate printed
+    through click as well. Each is now exit 7 with one line, as `mine` was (issue 33)."""
+    sample = str(Path(__file__).resolve().parent.parent / "sample_data" / "groceries_sample.csv")
+    got = _dpfim_into_a_closed_pipe([sample if a == "SAMPLE" else a for a in args])
+    lines = [x for x in got.stderr.decode().splitlines() if x.startswith("dpfim: error")]
+    assert got.returncode == 7, got.stderr.decode()
+    assert len(lines) == 1 and "cannot write" in lines[0] and "Traceback" not in got.stderr.decode()
+
+
+def test_evaluate_with_stdout_closed_exits_7_without_pointing_at_a_missing_option() -> None:
+    """`dpfim evaluate ... >&-` exited 0 with its table gone nowhere (issue 33)."""
+    sample = str(Path(__file__).resolve().parent.parent / "sample_data" / "groceries_sample.csv")
+    got = subprocess.run(
+        [sys.executable, "-m", "dpfim", "evaluate", sample, *EPS, "--trials", "1", "-q"],
+        stderr=subprocess.PIPE,
+        pass_fds=(),
+        preexec_fn=lambda: os.close(1),  # the child's own fd 1, before exec
+        timeout=120,
+    )
+    err = got.stderr.decode()
+    assert got.returncode == 7, err
+    assert "stdout is closed" in err and "-o FILE" not in err

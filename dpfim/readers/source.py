@@ -33,6 +33,13 @@ from dpfim.errors import InputError, ParameterError
 _BY_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 # Compressions we recognise by name but cannot read: a clear usage error instead of "not UTF-8".
 _UNSUPPORTED = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".zip": "zip", ".7z": "7z"}
+# a command that writes the decompressed bytes to stdout, for each ({} is the path)
+_TO_STDOUT = {
+    "zstd": "zstd -dc {}",
+    "lz4": "lz4 -dc {}",
+    "zip": "unzip -p {}",
+    "7z": "7z x -so {}",
+}
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))  # for hints only
 _BLOCK = 1 << 16
 _DECOMPRESSION_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
@@ -64,7 +71,7 @@ def resolve_compression(src: str, compression: str = "auto") -> str:
         if name.endswith(suffix):
             raise ParameterError(
                 f"{src}: {label}-compressed input is not supported; decompress it and pipe it "
-                f"in, e.g. `{label} -dc {src} | dpfim mine - --format FORMAT ...`"
+                f"in, e.g. `{_TO_STDOUT[label].format(src)} | dpfim mine - --format FORMAT ...`"
             )
     return next((label for suffix, label in _BY_SUFFIX.items() if name.endswith(suffix)), "none")
 
