@@ -124,3 +124,42 @@ def test_the_kept_items_depend_on_the_item_set_not_its_order(tmp_path: Path) -> 
     assert ra.record(1) == rb.record(1) and len(ra.record(1)) == 8
     other = read_records(a, max_record_items=8, key=truncation_key(seed=12))
     assert other.record(1) != ra.record(1)  # another key, another sample (P = 1/C(50,8))
+
+
+def test_the_sample_is_the_same_over_packed_names_and_their_tail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records read by the compiled readers hold their names packed (PackedNames), those read
+    after by a line parser as a tail of strings: truncate reads the packed bytes directly or
+    packs the names it needs, and keeps exactly the definition's items either way."""
+    from reader_paths import force_fast_readers
+
+    from dpfim.readers import basket
+    from dpfim.readers.records import PackedNames, RecordBuilder, Vocabulary
+
+    force_fast_readers(monkeypatch)
+    out = RecordBuilder(Vocabulary())
+    first = ",".join(f"p{k}" for k in range(40)) + "\n"
+    basket.read_chunk(first.encode(), 1, "x", ",", out)  # compiled: packed names
+    second = '"d""e",' + ",".join(f"t{k}" for k in range(30)) + ",p1,p2\n"
+    basket.read_chunk(second.encode(), 2, "x", ",", out)  # a doubled quote: line parser
+    records = out.build()
+    assert isinstance(records.items, PackedNames) and records.items.tail  # both branches
+    key = truncation_key(seed=4)
+    keys = recordkey.subkeys(key)
+    rows = [sorted(records.record(k)) for k in range(records.n)]
+    for limit in (1, 5, 32):
+        cut = truncate(records, limit, key)
+        for k, row in enumerate(rows):
+            want = set(row) if len(row) <= limit else recordkey.kept(keys, row, limit)
+            assert cut.record(k) == want
+    only_packed = Records(records.items, records.indptr[:2], records.indices[: records.indptr[1]])
+    cut = truncate(only_packed, 7, key)
+    assert cut.record(0) == recordkey.kept(keys, rows[0], 7)
+
+
+def test_a_record_keeps_at_least_one_item() -> None:
+    """limit 0 would index an empty heap: refused (the CLI and readers refuse it earlier)."""
+    records = _records([["a", "b", "c"]])
+    with pytest.raises(ValueError, match="at least 1"):
+        truncate(records, 0, truncation_key(seed=1))

@@ -3,7 +3,7 @@
 For a run's secret key K (records.truncation_key) and a record R (a set of item strings,
 |R| > B), docs/privacy.md §1.1:
 
-    d(x)  = SipHash-2-4(K_a, x) ‖ SipHash-2-4(K_b, x)       128 bits, x the item's UTF-8 bytes
+    d(x)  = 2^64 SipHash-2-4(K_b, x) + SipHash-2-4(K_a, x)    128 bits, x the item's UTF-8 bytes
     ρ(R)  = Σ_{x ∈ R} d(x)  mod 2^128                          the record key
     p(x)  = SipHash-2-4(K_p, ρ(R) ‖ d(x))                       64 bits, 32-byte message
 
@@ -12,9 +12,9 @@ by keyed BLAKE2b with distinct personalisation strings.
 
 Why this shape: ρ is a sum over the item set, so it is order-free, needs no separator between
 names (the old key hashed the names joined with NUL, which made ["a\\0b"] and ["a", "b"] one
-record) and, d being a PRF, two different item sets collide with probability 2^-128. Every
-quantity is one pass over the record's items, so a long record costs a few array entries an
-item and no Python object per item.
+record) and, d being a PRF, two different item sets collide with probability 2^-128. The
+compiled selection makes two passes over a long record (ρ, then p into a max-heap of B
+entries), so it holds no array and no Python object per item.
 
 Why we write SipHash ourselves: the per-item hash must run compiled (a 2-million-item record
 took 26 s through hashlib's BLAKE2b, one Python call an item) and numba has no BLAKE2b. SipHash-2-4
@@ -116,6 +116,8 @@ def dropped(
     the j-th long record (distinct item ids, rows in order), item i's UTF-8 name is
     arena[starts[i]:starts[i + 1]]. Compiled when numba is there (O(limit) scratch: two passes
     over each record), else the Python reference (exact, slow)."""
+    if limit < 1:
+        raise ValueError(f"a record keeps at least 1 item, got limit {limit}")
     try:
         from dpfim.readers import _recordkey_compiled as compiled
     except ImportError:  # numba missing: the same sample, in Python
