@@ -277,6 +277,17 @@ def test_a_full_disk_while_writing_the_ledger_head_leaves_no_temporary_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "p.dat"]
 
 
+def _default_signals() -> None:
+    """In the child, before exec: SIGHUP, SIGTERM and SIGINT as cron or systemd leave them. A
+    suite run under `nohup` ignores SIGHUP (a script's background job, SIGINT), an ignored
+    signal is inherited, and dpfim leaves it alone (an embedding program's choice): the SIGHUP
+    test then waited 30 s for nothing and failed."""
+    import signal
+
+    for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)  # Python installs its own SIGINT handler on start
+
+
 def _paused_after_the_spend(
     tmp_path: Path, args: list[str], ledger: Path, **popen: Any
 ) -> subprocess.Popen[str]:
@@ -291,6 +302,7 @@ def _paused_after_the_spend(
         text=True,
         env=env,
         cwd=tmp_path,
+        preexec_fn=_default_signals,
         **popen,
     )
     deadline = time.monotonic() + 60
@@ -318,8 +330,13 @@ def test_sigterm_and_sighup_say_what_was_charged(
     args += ["--ledger", str(ledger), "--dataset", "d", "--budget-eps", "1", "--budget-delta"]
     args += ["1e-6"]
     proc = _paused_after_the_spend(tmp_path, args, ledger)
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=30)
+    try:
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # never leave the child to the next test
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == code
     assert out == ""
     assert err == f"dpfim: {said}; the spend of eps=0.5, delta=1e-7 stays counted in {ledger}\n"
