@@ -95,6 +95,14 @@ def _above(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, x: int, y: int) -> boo
     return bool(lo[x] > lo[y])
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _swap(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, at: np.ndarray, x: int, y: int) -> None:
+    """Swap heap entries x and y (the three keys and the position)."""
+    for arr in (p, hi, lo):
+        arr[x], arr[y] = arr[y], arr[x]
+    at[x], at[y] = at[y], at[x]
+
+
 @njit(cache=True, nogil=True)
 def _sift_down(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, at: np.ndarray, size: int) -> None:
     """Restore the max-heap (by (p, d_hi, d_lo)) of `size` entries after its root changed."""
@@ -106,9 +114,7 @@ def _sift_down(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, at: np.ndarray, si
                 big = c
         if big == k:
             return
-        for arr in (p, hi, lo):
-            arr[k], arr[big] = arr[big], arr[k]
-        at[k], at[big] = at[big], at[k]
+        _swap(p, hi, lo, at, k, big)
         k = big
 
 
@@ -118,9 +124,7 @@ def _sift_up(p: np.ndarray, hi: np.ndarray, lo: np.ndarray, at: np.ndarray, k: i
         up = (k - 1) // 2
         if not _above(p, hi, lo, k, up):
             return
-        for arr in (p, hi, lo):
-            arr[k], arr[up] = arr[up], arr[k]
-        at[k], at[up] = at[up], at[k]
+        _swap(p, hi, lo, at, k, up)
         k = up
 
 
