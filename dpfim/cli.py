@@ -18,20 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dpfim import __version__
+from dpfim import __version__, parameters
 from dpfim.accounting import Cost, PureDP
-from dpfim.choices import (
-    ACCOUNTANTS,
-    COMPRESSIONS,
-    DEFAULT_CLOSURE_SHARE,
-    ENGINES,
-    FORMATS,
-    MECHANISMS,
-    NEIGHBOURS,
-    RULE_METRICS,
-)
+from dpfim.choices import DEFAULT_CLOSURE_SHARE
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
-from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_eps, format_amount
+from dpfim.params import check_delta, check_eps, format_amount
 from dpfim.progress import EXACT, OFF, PUBLIC
 from dpfim.result import (
     check_not_overwriting,
@@ -82,13 +73,7 @@ def _basket_note(source: str, fmt: str, *, long_columns_given: bool) -> str | No
     return basket_note(source, fmt, long_columns_given=long_columns_given)
 
 
-def _parse_conf(pairs: Any) -> Any:
-    from dpfim.request import parse_conf
-
-    return parse_conf(pairs)
-
-
-CURATOR = "curator-only, not private"
+CURATOR = parameters.CURATOR
 NO_CAP_WARNING = (
     "warning: --max-record-items none keeps whole records: one long record can then add "
     "C(items, r) candidates, and the run time (and the memory the records take) depends on it "
@@ -98,94 +83,10 @@ SEED_WARNING = (
     f"warning ({CURATOR}): --seed makes this run reproducible and NOT private; "
     "never publish its result"
 )
-LIBRARY_OPTIONS = (
-    "fmt",
-    "sep",
-    "compression",
-    "record_col",
-    "item_col",
-    "max_record_items",
-    "universe_items",
-    "size",
-    "sizes",
-    "top",
-    "supports",
-    "support_share",
-    "eps",
-    "delta",
-    "mechanism",
-    "neighbours",
-    "ell_max",
-    "candidates",
-    "seed",
-    "max_memory",
-    "engine",
-    "spark_master",
-    "spark_conf",
-)
 
 
 def _say(message: str) -> None:
     click.echo(f"dpfim: {message}", err=True)
-
-
-def engine_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Who reads and counts (the engine table, dpfim/engines): shared by mine and evaluate."""
-    options = [
-        click.option(
-            "--engine",
-            default="local",
-            show_default=True,
-            type=click.Choice(ENGINES),
-            help="Who reads and counts: this process, or Apache Spark (pip install "
-            "'dpfim[spark]'); the mechanism always runs here.",
-        ),
-        click.option("--spark-master", default=None, help="Spark master URL [default: local[*]]."),
-        click.option(
-            "--spark-conf",
-            multiple=True,
-            metavar="KEY=VALUE",
-            callback=lambda _ctx, _param, pairs: _parse_conf(pairs),
-            help="Spark configuration, repeatable (e.g. spark.driver.memory=2g).",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """How INPUT is read: the options mine and evaluate share (one definition, one help text)."""
-    options = [
-        click.option(
-            "--format",
-            "fmt",
-            default="auto",
-            show_default=True,
-            type=click.Choice(("auto", *FORMATS)),
-            help="Input format; auto decides by the file extension only (.csv .tsv .txt "
-            "basket, .dat fimi, .jsonl jsonl, .parquet long). Required for stdin.",
-        ),
-        click.option(
-            "--sep",
-            default=None,
-            help="Item separator for basket and long CSV files: one character; tab as 'tab' "
-            "or '\\t' [default: , (tab for .tsv)].",
-        ),
-        click.option(
-            "--compression",
-            default="auto",
-            show_default=True,
-            type=click.Choice(COMPRESSIONS),
-            help="Decompression; auto decides by the extension (.gz .bz2 .xz) for a path; "
-            "stdin is read as it is unless this names its compression.",
-        ),
-        click.option("--record-col", default=None, help="Long format: the record-id column."),
-        click.option("--item-col", default=None, help="Long format: the item column."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -199,163 +100,9 @@ def cli() -> None:
     """
 
 
-def run_options(*, top: int, sizes: str | None) -> Callable[[Callable[..., Any]], Any]:
-    """Every option of a release run (mine, rules): privacy, selection, input, ledger, output;
-    one definition, one help text. `top` and `sizes` are the command's defaults (the command
-    applies the sizes default when neither --size nor --sizes is given)."""
-    size_help = "Itemset size r (1-5) [default: 2]." if sizes is None else "Itemset size r (1-5)."
-    sizes_default = "" if sizes is None else f" [default: {sizes}]"
-    options: list[Callable[[Any], Any]] = [
-        click.option("--eps", required=True, help="Privacy parameter epsilon > 0 (exact decimal)."),
-        click.option(
-            "--delta", required=True, help="Privacy parameter delta in (0, 1), e.g. 1e-6."
-        ),
-        click.option("-r", "--size", default=None, type=int, help=size_help),
-        click.option(
-            "--sizes",
-            default=None,
-            help="Rank itemsets of several sizes together: 2,3 or a range 1-3 (instead of "
-            f"--size){sizes_default}.",
-        ),
-        click.option(
-            "--top",
-            type=int,
-            default=top,
-            show_default=True,
-            help="Release up to K distinct itemsets in rank order (peeling: K rounds at eps/K, "
-            "delta/K each; stops at the first none, the full budget is charged).",
-        ),
-        input_options,
-        click.option(
-            "--max-record-items",
-            type=str,
-            default=None,
-            metavar="B|none",
-            help="Keep a uniformly random B items of longer records (record-local; keeps the "
-            "guarantee) [default: 64]. 'none' keeps whole records: one long record can then "
-            "decide the run time.",
-        ),
-        click.option(
-            "--universe-items",
-            type=str,
-            default=None,
-            help="A public vocabulary file, one item a line: the universe is its r-subsets.",
-        ),
-        click.option(
-            "--mechanism",
-            default="lmm",
-            show_default=True,
-            type=click.Choice(MECHANISMS),
-            help="Selection mechanism.",
-        ),
-        click.option(
-            "--candidates",
-            type=int,
-            default=10,
-            show_default=True,
-            help="limited-domain: how many top itemsets it may consider (k-bar).",
-        ),
-        click.option(
-            "--neighbours",
-            default="replace",
-            show_default=True,
-            type=click.Choice(NEIGHBOURS),
-            help="Neighbouring relation of the guarantee; n is released only under replace.",
-        ),
-        click.option(
-            "--ell-max",
-            type=int,
-            default=DEFAULT_ELL_MAX,
-            show_default=True,
-            help="Data-independent cap on the margin search (open universe).",
-        ),
-        click.option(
-            "--max-memory",
-            default=None,
-            metavar="SIZE",
-            help="Memory budget of the counting, e.g. 2G or 512M [default: half the RAM, at most "
-            "8G]. Sets how many itemsets the counting holds; past that the counts are clipped "
-            "(docs/privacy.md 1.2), never a stop.",
-        ),
-        click.option(
-            "--seed",
-            type=int,
-            default=None,
-            help="Reproducible, NOT private run (for tests); always warns on stderr.",
-        ),
-        click.option(
-            "--ledger", default=None, help="Persistent privacy ledger (JSON lines) to spend from."
-        ),
-        click.option(
-            "--dataset",
-            default=None,
-            help="Data set name in the ledger [default: INPUT as given; required for stdin].",
-        ),
-        click.option(
-            "--budget-eps", default=None, help="Total epsilon budget of the data set (first run)."
-        ),
-        click.option(
-            "--budget-delta", default=None, help="Total delta budget of the data set (first run)."
-        ),
-        click.option(
-            "--raise-budget",
-            is_flag=True,
-            help="Change a data set's stored budget to --budget-eps/--budget-delta (recorded).",
-        ),
-        click.option("--note", default=None, help="A note stored with the ledger entry."),
-        click.option(
-            "--accountant",
-            default=None,
-            type=click.Choice(ACCOUNTANTS),
-            help="How composition is counted [default: basic, or the --ledger data set's]: mine's "
-            "--top K rounds get eps/K each (basic) or the largest eps0 whose adaptive "
-            "composition fits (tight, docs/privacy.md §20.4; pip install 'dpfim[accounting]'); "
-            "fixed with a data set's budget in --ledger (tight there also fixes the per-run "
-            "cost: §20.3).",
-        ),
-        click.option(
-            "-o",
-            "--output",
-            default=None,
-            help="Write the result here instead of stdout: a regular file is replaced atomically "
-            "(mode kept, or 0666 minus umask); a device, FIFO or /dev/fd/N is written in place.",
-        ),
-        click.option(
-            "--compact", is_flag=True, help="One-line JSON (for pipelines and log files)."
-        ),
-        click.option(
-            "-q",
-            "--quiet",
-            is_flag=True,
-            help="Nothing on stderr but errors and the --seed warning (no progress, notes or "
-            "hints).",
-        ),
-        click.option("-v", "--verbose", is_flag=True, help=f"Diagnostics on stderr ({CURATOR})."),
-        engine_options,
-        click.option("--debug", is_flag=True, help="Show tracebacks of errors."),
-    ]
-
-    def decorate(command: Callable[..., Any]) -> Any:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
-
-
 @cli.command()
 @click.argument("input_path", metavar="INPUT")
-@run_options(top=1, sizes=None)
-@click.option(
-    "--supports",
-    is_flag=True,
-    help="Also release a noisy support (exact discrete Laplace) of each released itemset.",
-)
-@click.option(
-    "--support-share",
-    default=None,
-    help="Share of --eps spent on --supports [default: 0.25]; the rest selects.",
-)
+@parameters.options(parameters.MINE)
 def mine(input_path: str, **opt: Any) -> None:
     """Release the most frequent r-itemset of INPUT (a path or - for stdin) under DP.
 
@@ -377,7 +124,7 @@ def mine(input_path: str, **opt: Any) -> None:
       dpfim mine hdfs:///orders/ --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
-    result = _release_run(input_path, opt, _api().mine_file)
+    result = _release_run(parameters.MINE, input_path, opt, _api().mine_file)
     opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     if opt["quiet"]:
         return
@@ -397,41 +144,7 @@ def mine(input_path: str, **opt: Any) -> None:
 
 @cli.command()
 @click.argument("input_path", metavar="INPUT")
-@run_options(top=20, sizes="1-2")
-@click.option(
-    "--metric",
-    default="confidence",
-    show_default=True,
-    type=click.Choice(RULE_METRICS),
-    help="The rule metric --min-threshold applies to (mlxtend's association_rules).",
-)
-@click.option(
-    "--min-threshold",
-    default="0.1",
-    show_default=True,
-    help="Keep the rules whose --metric is at least this.",
-)
-@click.option(
-    "--closure-share",
-    default=None,
-    help="Share of --eps spent on the closure's noisy supports (and n under add-remove) "
-    "[default: 0.5]; the rest selects the top K.",
-)
-@click.option(
-    "--closure-noise",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "laplace", "gaussian"]),
-    help="The closure's noise: auto picks the one with less expected error from K, the sizes, "
-    "B, eps and delta (public values only); gaussian spends a tenth of --delta.",
-)
-@click.option(
-    "--csv",
-    "csv_path",
-    default=None,
-    help="Also write the rules as CSV here (atomically), with a private column; the JSON "
-    "still goes to stdout or -o.",
-)
+@parameters.options(parameters.RULES)
 def rules(input_path: str, **opt: Any) -> None:
     """Private association rules of INPUT (a path or - for stdin) under DP.
 
@@ -462,6 +175,7 @@ def rules(input_path: str, **opt: Any) -> None:
             write_text(rules_csv(result), csv_path, flag="--csv")
 
     result = _release_run(
+        parameters.RULES,
         input_path,
         opt,
         _api().rules_file,
@@ -474,6 +188,7 @@ def rules(input_path: str, **opt: Any) -> None:
 
 
 def _release_run(
+    command: str,
     input_path: str,
     opt: dict[str, Any],
     run: Callable[..., dict[str, Any]],
@@ -486,6 +201,7 @@ def _release_run(
     (`run`: mine_file or rules_file), the curator's diagnostics, the JSON written; `after`
     writes any further output (rules --csv) under the same ledger annotation."""
     check_output_path(opt["output"])
+    _check_applies(command, opt)
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
     ledger_hooks = _ledger_hooks(input_path, opt)
@@ -517,7 +233,7 @@ def _release_run(
         with _fd2_silenced(opt["quiet"]):
             result = run(
                 input_path,
-                **{k: opt[k] for k in LIBRARY_OPTIONS if k in opt},
+                **{k: opt[k] for k in parameters.library_names(command)},
                 **(extra or {}),
                 progress=_progress_setting(opt),
                 diagnostics=diag,
@@ -546,6 +262,19 @@ def _release_run(
             line += f": {_runs_left(left)}"
         _say(line + ")")
     return result
+
+
+def _check_applies(command: str, opt: dict[str, Any]) -> None:
+    """Refuse an option the user gave where it does not apply (the table's `applies`)."""
+    ctx = click.get_current_context()
+    given = [
+        name
+        for name in opt
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
+    message = parameters.not_applying(command, given, opt)
+    if message is not None:
+        raise ParameterError(message)
 
 
 def _progress_setting(opt: dict[str, Any]) -> str:
@@ -633,71 +362,7 @@ def _reserve(run: ledger_mod.LedgerRun) -> Callable[[Options], None]:
 
 @cli.command()
 @click.argument("input_path", metavar="DATA")
-@click.option("-r", "--size", default=2, show_default=True, type=int, help="Itemset size r (1-5).")
-@click.option(
-    "--eps", "eps_list", default="0.1,0.5,1,2", show_default=True, help="Comma-separated epsilons."
-)
-@click.option("--delta", default="1e-6", show_default=True, help="delta for every run.")
-@click.option(
-    "--mechanisms",
-    default=",".join(MECHANISMS),
-    show_default=True,
-    help="Comma-separated mechanisms to compare.",
-)
-@click.option("--trials", default=200, show_default=True, type=int, help="Runs per cell.")
-@click.option(
-    "--neighbours",
-    default="replace",
-    show_default=True,
-    type=click.Choice(NEIGHBOURS),
-    help="Relation the mechanisms are calibrated for; the default is mine's (replace, the "
-    "paper's model). Mechanisms valid only under add-remove are skipped, each said on stderr.",
-)
-@click.option(
-    "--top",
-    type=int,
-    default=1,
-    show_default=True,
-    help="Evaluate top-K releases (as mine --top K): FNR@K, precision, rank error.",
-)
-@click.option("--supports", is_flag=True, help="Also release noisy supports (as mine --supports).")
-@click.option("--support-share", default=None, help="As mine --support-share [default: 0.25].")
-@click.option(
-    "--accountant",
-    default="basic",
-    show_default=True,
-    type=click.Choice(ACCOUNTANTS),
-    help="How --top K splits (eps, delta) among its rounds, as mine --accountant.",
-)
-@click.option(
-    "--universe-size",
-    type=int,
-    default=None,
-    help="Vocabulary size |V| for em, noisy-max-laplace, permute-and-flip: K = C(|V|, r) "
-    "[default: the data's own distinct items].",
-)
-@click.option(
-    "--max-record-items",
-    type=str,
-    default=None,
-    metavar="B|none",
-    help="Records keep at most B items, as in mine (also choosing's B, k = C(B, r)) "
-    "[default: 64]; 'none' keeps whole records (choosing's B is then the longest record).",
-)
-@click.option(
-    "--candidates", type=int, default=10, show_default=True, help="limited-domain's k-bar."
-)
-@input_options
-@engine_options
-@click.option("--seed", type=int, default=None, help="Reproducible evaluation.")
-@click.option("--csv", "csv_path", default=None, help="Write the table as CSV here (atomically).")
-@click.option(
-    "--plot", "plot_path", default=None, help="Write a PNG plot here (needs dpfim[plot])."
-)
-@click.option(
-    "-q", "--quiet", is_flag=True, help="Nothing on stderr but errors and the NOT PRIVATE line."
-)
-@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+@parameters.options(parameters.EVALUATE)
 def evaluate(input_path: str, **opt: Any) -> None:
     """Compare mechanisms on DATA by rerunning each many times. NOT PRIVATE.
 
@@ -713,6 +378,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
     """
     from dpfim import evaluate as ev
 
+    _check_applies(parameters.EVALUATE, opt)
     check_output_path(opt["csv_path"], "--csv")
     check_output_path(opt["plot_path"], "--plot")
     if opt["plot_path"] is not None and not opt["plot_path"].lower().endswith(".png"):
@@ -842,13 +508,7 @@ def ledger() -> None:
 
 @ledger.command("verify")
 @click.argument("path")
-@click.option(
-    "--expect-head",
-    default=None,
-    metavar="SHA256",
-    help="A head printed earlier by `dpfim ledger head` (the 64 hex digits after sha256=): it "
-    "must still be in the chain.",
-)
+@parameters.options(parameters.VERIFY)
 def ledger_verify(path: str, expect_head: str | None) -> None:
     """Check the hash chain of PATH and its head file; report what is broken (exit 3).
 
@@ -867,25 +527,7 @@ def ledger_verify(path: str, expect_head: str | None) -> None:
 
 
 @ledger.command("plan")
-@click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
-@click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
-@click.option("--runs", required=True, type=int, help="How many runs the budget must last.")
-@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(MECHANISMS))
-@click.option("--delta", default=None, help="Each run's delta (mechanisms that spend one).")
-@click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
-@click.option(
-    "--accountant",
-    default="basic",
-    show_default=True,
-    type=click.Choice(ACCOUNTANTS),
-    help="basic: sums; tight: PLD / zCDP via dp-accounting (pip install 'dpfim[accounting]').",
-)
-@click.option("--top", default=1, show_default=True, type=int, help="Itemsets per run (--top K).")
-@click.option("--supports", is_flag=True, help="Each run also releases noisy supports.")
-@click.option("--support-share", default=None, help="Share of eps for the supports.")
-@click.option("-r", "--size", default=None, type=int, help="Itemset size r.")
-@click.option("--sizes", default=None, help="Several sizes ranked together (2,3 or 1-3).")
-@click.option("--candidates", default=10, show_default=True, type=int, help="limited-domain's k.")
+@parameters.options(parameters.PLAN)
 def ledger_plan(**opt: Any) -> None:
     """The largest per-run eps that keeps --runs runs inside a budget, as one JSON object.
 
@@ -904,28 +546,7 @@ def ledger_plan(**opt: Any) -> None:
 
 @ledger.command("create")
 @click.argument("path")
-@click.option("--dataset", required=True, help="The data set name (as mine --dataset).")
-@click.option("--budget-eps", required=True, help="The budget's epsilon (exact decimal).")
-@click.option("--budget-delta", required=True, help="The budget's delta, e.g. 1e-6.")
-@click.option(
-    "--accountant",
-    default="basic",
-    show_default=True,
-    type=click.Choice(ACCOUNTANTS),
-    help="How the data set's runs compose; tight fixes the per-run cost given here "
-    "(docs/privacy.md §20.3).",
-)
-@click.option("--eps", default=None, help="tight: each run's --eps (as mine).")
-@click.option("--delta", default=None, help="tight: each run's --delta (as mine).")
-@click.option("--mechanism", default="lmm", show_default=True, type=click.Choice(MECHANISMS))
-@click.option("--neighbours", default="replace", show_default=True, type=click.Choice(NEIGHBOURS))
-@click.option("--top", default=1, show_default=True, type=int, help="Each run's --top K.")
-@click.option("--supports", is_flag=True, help="Each run releases noisy supports.")
-@click.option("--support-share", default=None, help="Each run's --support-share.")
-@click.option("-r", "--size", default=None, type=int, help="Each run's itemset size r.")
-@click.option("--sizes", default=None, help="Each run's --sizes.")
-@click.option("--candidates", default=10, show_default=True, type=int, help="limited-domain's k.")
-@click.option("--note", default=None, help="A note stored with the budget line.")
+@parameters.options(parameters.CREATE)
 def ledger_create(path: str, **opt: Any) -> None:
     """Create a data set's budget in PATH without spending (a new PATH is created).
 
@@ -983,11 +604,7 @@ def ledger_create(path: str, **opt: Any) -> None:
 
 @ledger.command("head")
 @click.argument("path")
-@click.option(
-    "--init",
-    is_flag=True,
-    help="Write the head file of a ledger from before head files existed (refused if one exists).",
-)
+@parameters.options(parameters.HEAD)
 def ledger_head(path: str, init: bool) -> None:
     """Print the verified chain head of PATH (seq and SHA-256 of the last line).
 
@@ -1006,16 +623,7 @@ def ledger_head(path: str, init: bool) -> None:
 
 @ledger.command("show")
 @click.argument("path")
-@click.option("--dataset", default=None, help="Only this data set.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option(
-    "--plot",
-    "plot_path",
-    default=None,
-    metavar="PNG",
-    help="Also draw cumulative eps over time under each accountant into this PNG "
-    "(needs dpfim[plot]).",
-)
+@parameters.options(parameters.SHOW)
 def ledger_show(path: str, dataset: str | None, as_json: bool, plot_path: str | None) -> None:
     """Runs, spent and remaining budget per data set in PATH (amounts as exact decimals).
 

@@ -200,7 +200,9 @@ class Mechanism:
     of its own shape); needs_vocabulary: it refuses the open universe (--universe-items);
     needs_record_bound: it needs --max-record-items; pure: its cost never has a delta;
     releases: result fields besides the itemset ("noisy_max", "ell"); check(public): raises
-    ParameterError where its proof does not apply.
+    ParameterError where its proof does not apply; parameters: the
+    parameters of its own it reads from Public (rows of dpfim/parameters.py whose `applies`
+    names this mechanism: elsewhere the command line refuses them).
     """
 
     name: str
@@ -216,6 +218,7 @@ class Mechanism:
     pure: bool = False
     releases: tuple[str, ...] = ()
     check: Callable[[Public], None] | None = None
+    parameters: tuple[str, ...] = ()
 
     def charge(self, p: Public) -> Cost:
         """The typed cost of one run under p's neighbouring relation."""

@@ -424,4 +424,5 @@ LIMITED_DOMAIN = Mechanism(
     _limited_domain_hint,
     extra=lambda p: {"candidates": p.candidates},
     steps=lambda p: limited_domain_steps(p.eps, p.delta, p.candidates),
+    parameters=("candidates",),
 )

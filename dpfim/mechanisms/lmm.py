@@ -193,4 +193,5 @@ MECHANISM = Mechanism(
     extra=lambda p: margin_extra(paper_split(p.eps, p.delta), p),
     ledger=lambda p: margin_ledger(paper_split(p.eps, p.delta), p.neighbours, with_max=True),
     releases=("noisy_max", "ell"),
+    parameters=("ell_max",),
 )

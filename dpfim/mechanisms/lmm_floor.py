@@ -284,5 +284,6 @@ MECHANISM = Mechanism(
     },
     steps=lambda p: steps(p.eps, p.delta, p.candidates),
     releases=("ell",),
+    parameters=("ell_max", "candidates"),
     check=check,
 )

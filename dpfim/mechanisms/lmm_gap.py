@@ -56,4 +56,5 @@ MECHANISM = Mechanism(
     extra=lambda p: margin_extra(gap_split(p.eps, p.delta), p),
     ledger=lambda p: margin_ledger(gap_split(p.eps, p.delta), p.neighbours, with_max=False),
     releases=("ell",),
+    parameters=("ell_max",),
 )

@@ -272,4 +272,5 @@ MECHANISM = Mechanism(
     extra=lambda p: {"ell_max": p.ell_max, "split": split_params(default_split(p.eps, p.delta))},
     steps=lambda p: steps(p.eps, p.delta),
     releases=("ell",),
+    parameters=("ell_max",),
 )

@@ -1,0 +1,167 @@
+"""The parameter table (dpfim/parameters.py): declared once, generated into every command, and an
+option given where it does not apply is refused."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_run import run
+
+from dpfim import api, parameters
+from dpfim.cli import cli
+from dpfim.mechanisms import registry
+from dpfim.mechanisms.base import Public
+from dpfim.params import DEFAULT_ELL_MAX
+from dpfim.samplers.rng import seeded_source
+
+SAMPLE = str(Path(__file__).resolve().parents[1] / "sample_data" / "groceries_sample.csv")
+C_UNIVERSE = 10_000  # a declared universe for the mechanisms that need one
+CLI_SOURCE = (Path(parameters.__file__).parent / "cli.py").read_text()
+
+
+def test_the_cli_declares_no_option_of_its_own():
+    """Every option comes from the table: none is declared (and restated) in cli.py."""
+    assert not re.findall(r"click\.option\(", CLI_SOURCE)
+
+
+@pytest.mark.parametrize("command", sorted({c for p in parameters.TABLE for c in p.commands}))
+def test_each_command_offers_exactly_its_table_rows(command):
+    cmd = cli
+    for word in command.split():
+        cmd = cmd.commands[word]  # type: ignore[attr-defined]
+    offered = {p.name for p in cmd.params if p.param_type_name == "option"} - {"help"}
+    assert offered == {p.name for p in parameters.of(command)}
+
+
+@pytest.mark.parametrize(
+    ("command", "function"), [("mine", api.mine_file), ("rules", api.mine_file)]
+)
+def test_the_library_takes_every_keyword_the_table_passes_on(command, function):
+    accepted = set(inspect.signature(function).parameters)
+    assert set(parameters.library_names(command)) <= accepted
+
+
+def test_mechanism_parameters_agree_with_the_table():
+    """A row that applies to some mechanisms names exactly those that declare it."""
+    for p in parameters.TABLE:
+        owners = p.applies.get("mechanism")
+        declared = {n for n, m in registry.REGISTRY.items() if p.name in m.parameters}
+        if owners is None:
+            assert not declared, p.name
+        else:
+            assert set(owners) == declared, p.name
+
+
+def test_the_light_defaults_agree_with_the_library():
+    assert parameters.DEFAULT_ELL_MAX == DEFAULT_ELL_MAX
+    mine_file = inspect.signature(api.mine_file).parameters
+    for p in parameters.of(parameters.MINE):
+        if p.name in mine_file and p.library and p.setting("mine", "type") != "flag":
+            library_default = mine_file[p.name].default
+            if p.default is not None and library_default is not inspect.Parameter.empty:
+                assert library_default == p.default, p.name
+
+
+class _Res:
+    def __init__(self, args: list[str]) -> None:
+        self.exit_code, out, err = run(args)
+        self.output = out + err
+
+
+def _run(*args: str) -> _Res:
+    return _Res(list(args))
+
+
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (["--spark-master", "local[2]"], "--spark-master"),
+        (["--spark-conf", "spark.driver.memory=1g"], "--spark-conf"),
+        (["--candidates", "5"], "--candidates"),
+        (["--mechanism", "stability", "--ell-max", "100"], "--ell-max"),
+        (["--mechanism", "choosing", "--neighbours", "add-remove", "--ell-max", "9"], "--ell-max"),
+    ],
+)
+def test_an_option_that_does_not_apply_is_a_usage_error(extra, flag):
+    res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "-q", *extra)
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and flag in lines[0] and "applies to" in lines[0]
+    assert "Traceback" not in res.output
+
+
+def test_rules_and_evaluate_refuse_too():
+    res = _run("rules", SAMPLE, "--eps", "1", "--delta", "1e-6", "--spark-master", "x")
+    assert res.exit_code == 2 and "--spark-master applies to --engine spark" in res.output
+    res = _run("evaluate", SAMPLE, "--trials", "1", "--spark-conf", "a=b")
+    assert res.exit_code == 2 and "--spark-conf applies to --engine spark" in res.output
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--mechanism", "limited-domain", "--neighbours", "add-remove", "--candidates", "5"],
+        ["--mechanism", "lmm", "--ell-max", "1000"],
+        ["--mechanism", "lmm-tight", "--neighbours", "add-remove", "--ell-max", "1000"],
+    ],
+)
+def test_an_option_that_applies_is_taken(extra):
+    res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "-q", "--seed", "1", *extra)
+    assert res.exit_code == 0, res.output
+
+
+def test_a_default_value_given_where_it_does_not_apply_is_refused_too():
+    """Given on the command line, the user meant it to do something: it would do nothing."""
+    res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "-q", "--candidates", "10")
+    assert res.exit_code == 2 and "--candidates applies to" in res.output
+
+
+class _Fixed:
+    """Complete ranked counts of a made-up data set (what a mechanism run reads)."""
+
+    def __init__(self) -> None:
+        self.counts = np.array([5000 - 40 * i for i in range(100)], dtype=np.int64)
+        self.threshold, self.complete, self.unlisted, self.clipped_at = 1, True, None, 0
+
+    def ensure(self, depth: int) -> None:
+        pass
+
+    def lower_to(self, s: int) -> None:
+        pass
+
+
+_OWNED = {p.name for p in parameters.TABLE if "mechanism" in p.applies}
+
+
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_a_mechanism_reads_only_the_owned_parameters_it_declares(name):
+    """Every owned parameter a mechanism reads from Public, run, cost, hint and ledger, is one it
+    declares (so the command line never refuses a parameter that would have mattered)."""
+    spec = registry.get(name)
+    read: set[str] = set()
+
+    class Recording(Public):
+        def __getattribute__(self, attr: str):  # type: ignore[no-untyped-def]
+            if attr in _OWNED:
+                read.add(attr)
+            return super().__getattribute__(attr)
+
+    p = Recording(
+        Fraction(1),
+        Fraction(1, 10**6),
+        (2,),
+        "add-remove",
+        max_record_items=8,
+        universe_size=C_UNIVERSE if spec.needs_vocabulary else None,
+    )
+    if spec.check is not None:
+        spec.check(p)
+    spec.cost(p), spec.none_hint(p), spec.extra(p), spec.ledger_of(p)
+    for seed in range(3):
+        spec.run(_Fixed(), p, seeded_source(seed))
+    assert read <= set(spec.parameters), (name, read)
