@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
 import os
 import signal
 import sys
@@ -379,6 +378,29 @@ def evaluate(input_path: str, **opt: Any) -> None:
     from dpfim import evaluate as ev
 
     _check_applies(parameters.EVALUATE, opt)
+    _check_evaluate_outputs(input_path, opt)
+    # evaluate's output is NOT PRIVATE as a whole: its bars keep the exact figures
+    progress = EXACT if not opt["quiet"] and sys.stderr.isatty() else OFF
+    quiet, csv_path, plot_path = opt.pop("quiet"), opt.pop("csv_path"), opt.pop("plot_path")
+    opt.pop("debug")
+    done = ev.evaluate_file(
+        input_path,
+        **opt,
+        progress=progress,
+        say=_say,
+        notes=not quiet,
+    )
+    # the table is always printed, also when --csv or --plot write it elsewhere
+    write_text(done.text(), None, flag=None)  # evaluate has no -o: its table goes to stdout
+    if csv_path is not None:
+        write_text(done.csv(), csv_path, flag="--csv")
+    if plot_path is not None:
+        name = "stdin" if input_path == "-" else os.path.basename(input_path)
+        _save_plot(done.table, plot_path, done.title(name))
+
+
+def _check_evaluate_outputs(input_path: str, opt: dict[str, Any]) -> None:
+    """--csv and --plot: writable paths, not an input, not a ledger; a PNG we can draw."""
     check_output_path(opt["csv_path"], "--csv")
     check_output_path(opt["plot_path"], "--plot")
     if opt["plot_path"] is not None and not opt["plot_path"].lower().endswith(".png"):
@@ -391,100 +413,6 @@ def evaluate(input_path: str, **opt: Any) -> None:
             import matplotlib  # noqa: F401
         except ImportError:
             raise ParameterError("--plot needs matplotlib: pip install 'dpfim[plot]'") from None
-    eps_values = ev.parse_list(opt["eps_list"], "--eps")
-    for e in eps_values:
-        check_eps(e)
-    check_delta(opt["delta"])
-    if opt["trials"] < 1:
-        raise ParameterError(f"--trials must be at least 1, got {opt['trials']}")
-    mechanisms = ev.parse_list(opt["mechanisms"], "--mechanisms")
-    chosen = ev.plan(mechanisms, opt["neighbours"])
-    _api().check_options(  # --top, --support-share: usage errors before any data is read
-        size=opt["size"],
-        eps=eps_values[0],
-        delta=opt["delta"],
-        mechanism="lmm",  # valid under both relations; the mechanisms are checked per run
-        neighbours=opt["neighbours"],
-        top=opt["top"],
-        supports=opt["supports"],
-        support_share=opt["support_share"],
-        accountant=opt["accountant"],
-    )
-    if opt["universe_size"] is not None and opt["universe_size"] < opt["size"]:
-        raise ParameterError("--universe-size must be at least --size")
-    # evaluate's output is NOT PRIVATE as a whole: its bars keep the exact figures
-    progress = EXACT if not opt["quiet"] and sys.stderr.isatty() else OFF
-    long_cols = opt["record_col"] is not None or opt["item_col"] is not None
-    opened = ev.open_for_evaluation(
-        input_path,
-        size=opt["size"],
-        fmt=opt["fmt"],
-        sep=opt["sep"],
-        record_col=opt["record_col"],
-        item_col=opt["item_col"],
-        compression=opt["compression"],
-        max_record_items=opt["max_record_items"],
-        seed=opt["seed"],
-        engine=_api().EngineSpec(
-            opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress
-        ),
-    )
-    assert opened.distinct_items is not None
-    if opt["universe_size"] is not None and opt["universe_size"] < opened.distinct_items():
-        raise ParameterError("--universe-size is smaller than the number of distinct items")
-    _say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
-    if not opt["quiet"]:
-        note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
-        if note is not None:
-            _say(note)
-        for mech, why in chosen.skipped:
-            _say(f"skipping {mech}: {why}")
-    universe = None
-    if opt["universe_size"] is not None:
-        universe = math.comb(opt["universe_size"], opt["size"])
-    try:
-        table = ev.evaluate(
-            opened,
-            size=opt["size"],
-            eps_values=eps_values,
-            delta=opt["delta"],
-            mechanisms=chosen.mechanisms,
-            trials=opt["trials"],
-            neighbours=opt["neighbours"],
-            universe_size=universe,
-            max_record_items=opt["max_record_items"],
-            candidates=opt["candidates"],
-            rng=opt["seed"],
-            progress=progress,
-            top=opt["top"],
-            supports=opt["supports"],
-            support_share=opt["support_share"],
-            accountant=opt["accountant"],
-        )
-    finally:
-        opened.close()
-    header = (
-        f"# NOT PRIVATE evaluation of {input_path}: r = {opt['size']}, delta = {opt['delta']}, "
-        f"neighbours = {opt['neighbours']}, {opt['trials']} trials per row\n"
-    )
-    # the table is always printed, also when --csv or --plot write it elsewhere
-    write_text(
-        header + table.to_string(index=False, float_format=lambda x: f"{x:.4g}") + "\n",
-        None,
-        flag=None,  # evaluate has no -o: its table goes to stdout
-    )
-    if opt["csv_path"] is not None:
-        # No comment line (CSV readers reject it): the label is a column, and stderr says it.
-        labelled = table.copy()
-        labelled.insert(0, "not_private", True)
-        for col, value in (("size", opt["size"]), ("delta", opt["delta"])):
-            labelled[col] = value
-        labelled["neighbours"] = opt["neighbours"]
-        write_text(labelled.to_csv(index=False), opt["csv_path"], flag="--csv")
-    if opt["plot_path"] is not None:
-        name = "stdin" if input_path == "-" else os.path.basename(input_path)
-        title = ev.plot_title(name, opt["size"], opt["delta"], opt["neighbours"], opt["trials"])
-        _save_plot(table, opt["plot_path"], title)
 
 
 def _save_plot(table: Any, path: str, title: str) -> None:

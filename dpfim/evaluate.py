@@ -26,8 +26,9 @@ from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.mechanisms import registry
+from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
-from dpfim.readers import Records
+from dpfim.readers import Records, basket_note
 from dpfim.readers.records import truncate, truncation_key
 from dpfim.request import EngineSpec, InputSpec, check_record_cap
 from dpfim.samplers.rng import RandomSource, resolve
@@ -96,6 +97,138 @@ def plan(mechanisms: Sequence[str], neighbours: str) -> Plan:
             f"--neighbours {neighbours}; pass --neighbours add-remove or another mechanism"
         )
     return Plan(tuple(run), tuple(skipped))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What `dpfim evaluate` prints and writes (NOT PRIVATE as a whole)."""
+
+    table: pd.DataFrame
+    size: int
+    delta: str
+    neighbours: str
+    trials: int
+    source: str
+
+    def text(self) -> str:
+        """The table as printed, under a NOT PRIVATE header line."""
+        header = (
+            f"# NOT PRIVATE evaluation of {self.source}: r = {self.size}, delta = {self.delta}, "
+            f"neighbours = {self.neighbours}, {self.trials} trials per row\n"
+        )
+        body = str(self.table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        return header + body + "\n"
+
+    def csv(self) -> str:
+        """The table as CSV: no comment line (CSV readers reject it), a not_private column."""
+        labelled = self.table.copy()
+        labelled.insert(0, "not_private", True)
+        for col, value in (("size", self.size), ("delta", self.delta)):
+            labelled[col] = value
+        labelled["neighbours"] = self.neighbours
+        return str(labelled.to_csv(index=False))
+
+    def title(self, name: str) -> str:
+        return plot_title(name, self.size, self.delta, self.neighbours, self.trials)
+
+
+def evaluate_file(
+    source: str,
+    *,
+    size: int,
+    eps_list: str,
+    delta: str,
+    mechanisms: str,
+    trials: int,
+    neighbours: str,
+    top: int,
+    supports: bool,
+    support_share: str | None,
+    accountant: str,
+    universe_size: int | None,
+    max_record_items: int | str | None,
+    candidates: int,
+    fmt: str,
+    sep: str | None,
+    compression: str,
+    record_col: str | None,
+    item_col: str | None,
+    engine: str,
+    spark_master: str | None,
+    spark_conf: Any,
+    seed: int | None,
+    progress: Setting,
+    say: Any,
+    notes: bool,
+) -> Evaluation:
+    """`dpfim evaluate SOURCE`: usage errors before any data is read, then the table. `say`
+    prints a line on stderr (the NOT PRIVATE line always; with `notes` the basket note and the
+    skipped mechanisms)."""
+    eps_values = parse_list(eps_list, "--eps")
+    for e in eps_values:
+        check_eps(e)
+    check_delta(delta)
+    if trials < 1:
+        raise ParameterError(f"--trials must be at least 1, got {trials}")
+    chosen = plan(parse_list(mechanisms, "--mechanisms"), neighbours)
+    check_options(  # --top, --support-share: usage errors before any data is read
+        size=size,
+        eps=eps_values[0],
+        delta=delta,
+        mechanism="lmm",  # valid under both relations; the mechanisms are checked per run
+        neighbours=neighbours,
+        top=top,
+        supports=supports,
+        support_share=support_share,
+        accountant=accountant,
+    )
+    if universe_size is not None and universe_size < size:
+        raise ParameterError("--universe-size must be at least --size")
+    opened = open_for_evaluation(
+        source,
+        size=size,
+        fmt=fmt,
+        sep=sep,
+        record_col=record_col,
+        item_col=item_col,
+        compression=compression,
+        max_record_items=max_record_items,
+        seed=seed,
+        engine=EngineSpec(engine, spark_master, spark_conf, None, progress),
+    )
+    try:
+        assert opened.distinct_items is not None
+        if universe_size is not None and universe_size < opened.distinct_items():
+            raise ParameterError("--universe-size is smaller than the number of distinct items")
+        say("NOT PRIVATE: evaluate reads exact counts; its output is for choosing parameters only")
+        if notes:
+            long_cols = record_col is not None or item_col is not None
+            note = basket_note(source, fmt, long_columns_given=long_cols)
+            if note is not None:
+                say(note)
+            for mech, why in chosen.skipped:
+                say(f"skipping {mech}: {why}")
+        table = evaluate(
+            opened,
+            size=size,
+            eps_values=eps_values,
+            delta=delta,
+            mechanisms=chosen.mechanisms,
+            trials=trials,
+            neighbours=neighbours,
+            universe_size=None if universe_size is None else math.comb(universe_size, size),
+            max_record_items=max_record_items,
+            candidates=candidates,
+            rng=seed,
+            progress=progress,
+            top=top,
+            supports=supports,
+            support_share=support_share,
+            accountant=accountant,
+        )
+    finally:
+        opened.close()
+    return Evaluation(table, size, delta, neighbours, trials, source)
 
 
 def open_for_evaluation(
