@@ -82,6 +82,7 @@ def test_the_kov_reference_agrees_with_theorem_3_3() -> None:
     "k,eps,delta,target",
     [(365, "1/10", "1e-9", "1e-6"), (10, "1/2", "1e-5", "1e-3"), (50, "1/50", "0", "1e-6")],
 )
+@pytest.mark.slow
 def test_tight_is_the_optimal_composition_and_never_below_it(
     k: int, eps: str, delta: str, target: str
 ) -> None:
@@ -145,6 +146,7 @@ def _sound(got: Fraction, k: int, eps: float, delta: float, target: float) -> bo
     return float(got) >= kov_eps(k, eps, delta, target)
 
 
+@pytest.mark.slow
 def test_an_accountant_that_drops_delta_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     cost = Cost.of(ApproxDP(F(1, 10), F(2, 10**9)), AR, 365)
     assert _sound(compose([cost], "tight", delta=D6).eps, 365, 0.1, 2e-9, 1e-6)
@@ -164,6 +166,7 @@ def test_an_accountant_that_composes_rho_as_a_max_is_caught(
     assert float(compose([em], "tight", delta=D6).eps) < ref - 1e-6
 
 
+@pytest.mark.slow
 def test_per_step_lmm_entries_would_under_report() -> None:
     """The run-level pair is charged (ApproxDP(eps, delta)); composing the steps of its
     ledger (noisy max, search, selection with the whole delta) would give far less."""

@@ -83,6 +83,7 @@ def test_noisy_max_matches_a_brute_force_simulation(kind: str) -> None:
         assert abs(p_got - p_ref) < 5 * se + 1e-9, (kind, c, p_got, p_ref)
 
 
+@pytest.mark.slow
 def test_group_walk_reads_deeper_counts_only_as_needed_and_keeps_the_law() -> None:
     """The tail bound must not change the law: incomplete counts (a SupportIndex that deepens
     on demand) give the same selection frequencies as the complete vector."""

@@ -278,6 +278,7 @@ def test_long_format_missing_columns_is_a_data_error(tmp_path: Path) -> None:
     assert "customer_id" in err
 
 
+@pytest.mark.slow
 def test_a_10_mb_single_line(tmp_path: Path) -> None:
     path = tmp_path / "long-line.csv"
     path.write_bytes(b",".join(b"item%d" % i for i in range(1_300_000)) + b"\n")

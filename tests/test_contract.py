@@ -214,7 +214,10 @@ def test_every_combination_releases_or_is_a_usage_error(
 # --- the contract, on every engine ---------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=list(engines.NAMES))
+@pytest.fixture(
+    scope="module",
+    params=[n if n == "local" else pytest.param(n, marks=pytest.mark.slow) for n in engines.NAMES],
+)
 def opened(request: pytest.FixtureRequest, inputs: dict[str, list[str]]) -> Iterator[Opened]:
     name = request.param
     spec = EngineSpec(name, "local[2]", {"spark.ui.enabled": "false"})

@@ -59,6 +59,7 @@ def test_tiny_slices_count_exactly(
 
 @settings(max_examples=120, deadline=None)
 @given(data=records_strategy, r=st.integers(1, 5), depths=st.lists(st.integers(1, 80), max_size=3))
+@pytest.mark.slow
 def test_compiled_kernels_count_exactly(data: list[list[str]], r: int, depths: list[int]) -> None:
     pytest.importorskip("numba")
     records = from_transactions(data)

@@ -217,6 +217,7 @@ def test_show_plot_draws_cumulative_eps_and_never_writes_onto_a_ledger(tmp_path:
     assert code == 2 and "PNG" in err
 
 
+@pytest.mark.slow
 def test_the_plot_evaluates_the_tight_accountant_at_a_bounded_number_of_runs() -> None:
     from dpfim import spendplot
 

@@ -126,6 +126,7 @@ def test_selection_samplers_follow_the_exponential_law(path: str) -> None:
     assert stats.chisquare([draws[k] for k in keys], [n * law[k] for k in keys]).pvalue > P_CUT
 
 
+@pytest.mark.slow
 def test_the_selection_check_can_fail() -> None:
     """Draws made at alpha_a = 1 are rejected as alpha_a = 1/2 by the same check."""
     counts = [20, 18, 18, 15, 11, 11, 11, 4]

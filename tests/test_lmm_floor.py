@@ -287,6 +287,7 @@ def _search_pvalue(got: Counter[int]) -> float:
     return float(stats.chisquare(obs, exp).pvalue)
 
 
+@pytest.mark.slow
 def test_the_code_search_follows_the_exact_model() -> None:
     """run_split's l (Outcome.ell) has the law _search_law computes (the law the Lemma S' and
     composition tests verify), so those exact checks are about the shipped search."""
@@ -296,6 +297,7 @@ def test_the_code_search_follows_the_exact_model() -> None:
 
 
 @pytest.mark.parametrize("variant", ["nu at twice its scale", "G at twice its scale"])
+@pytest.mark.slow
 def test_the_code_search_check_rejects_a_wrong_noise_scale(variant: str) -> None:
     assert _search_pvalue(_code_ell(5000, 18, variant)) < SEARCH_CUTOFF
 

@@ -60,6 +60,7 @@ def both(
 
 @pytest.mark.parametrize("fmt", ["fimi", "basket", "jsonl"])
 @pytest.mark.parametrize("universe", [None, ["1", "7", "007", "a", "b", "SKU-1", "x"]])
+@pytest.mark.slow
 def test_two_threads_read_exactly_what_one_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, universe: list[str] | None
 ) -> None:
@@ -81,6 +82,7 @@ def test_two_threads_read_exactly_what_one_reads(
 
 
 @pytest.mark.parametrize("universe", [None, ["1.5", "0", "1000.0", "a", "é", "x"]])
+@pytest.mark.slow
 def test_two_threads_read_json_numbers_escapes_and_odd_lines_as_one_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, universe: list[str] | None
 ) -> None:

@@ -44,6 +44,7 @@ def test_basic_is_the_budget_over_n_rounded_down() -> None:
     _rechecked(r, mechanism="lmm", delta="1e-9")
 
 
+@pytest.mark.slow
 def test_the_issue_targets_under_tight() -> None:
     pytest.importorskip("dp_accounting")
     lmm = _plan("--mechanism", "lmm", "--delta", "1e-9", "--accountant", "tight")

@@ -21,6 +21,9 @@ import dpfim.readers as readers
 from dpfim.errors import InputError
 from dpfim.readers import Records, long, read_records, source
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 SETTINGS = settings(
     max_examples=150,
     deadline=None,

@@ -271,6 +271,7 @@ def test_unreadable_paths_are_usage_errors(tmp_path: Path) -> None:
         read_records(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_10_mb_line_is_one_record(tmp_path: Path) -> None:
     path = write(tmp_path, "big.csv", ",".join(f"i{k}" for k in range(1_500_000)) + "\n")
     records = read_records(path)

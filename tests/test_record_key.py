@@ -67,6 +67,7 @@ def test_compiled_selection_is_the_definition() -> None:
             assert cut.record(k) == want
 
 
+@pytest.mark.slow
 def test_python_fallback_is_the_compiled_selection() -> None:
     """Without numba the same sample comes out (the fallback is the definition)."""
     rows = [[f"item{i}" for i in range(k, k + 30)] for k in range(6)]

@@ -171,6 +171,7 @@ FORMATS = {  # name: (suffix, --format for stdin)
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.slow
 def test_one_changed_line_changes_at_most_its_record(tmp_path: Path, fmt: str, mode: str) -> None:
     suffix, stdin_fmt = FORMATS[fmt]
     extra = {"sep": "\t"} if (fmt == "tsv" and mode == "stdin") else {}
@@ -239,6 +240,7 @@ def grouped(rows: list[tuple[str, str] | None]) -> list[set[str]]:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("sep", [",", "\t"])
+@pytest.mark.slow
 def test_long_csv_one_changed_row_changes_only_its_own_meaning(
     tmp_path: Path, sep: str, mode: str
 ) -> None:
@@ -280,6 +282,7 @@ def test_long_csv_one_changed_row_changes_only_its_own_meaning(
     check()
 
 
+@pytest.mark.slow
 def test_long_parquet_one_changed_row_changes_only_its_record(tmp_path: Path) -> None:
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")

@@ -74,6 +74,7 @@ def test_discrete_laplace_goodness_of_fit(scale: Fraction) -> None:
     assert _chi2_pvalue(draws, dlap_pmf(float(scale), -width, width), n) > P_CUT
 
 
+@pytest.mark.slow
 def test_the_goodness_of_fit_test_rejects_a_wrong_scale() -> None:
     """The check above can fail: draws at scale 3 do not pass as scale 3.5."""
     rng = seeded_source(5)
@@ -98,6 +99,7 @@ def test_discrete_gaussian_goodness_of_fit(sigma2: Fraction) -> None:
     assert _chi2_pvalue(draws, dgauss_pmf(float(sigma2), -width, width), n) > P_CUT
 
 
+@pytest.mark.slow
 def test_the_goodness_of_fit_test_rejects_a_wrong_variance() -> None:
     """The check above can fail: draws at sigma^2 = 9 do not pass as sigma^2 = 10, nor as the
     discrete Laplace of the same variance."""

@@ -277,6 +277,7 @@ def _check_partition(runs: list[tuple[int, int, int]], start: int, stop: int) ->
 
 
 @pytest.mark.parametrize("split", [paper_split(E1, D6), gap_split(E1, D6), gap_split(E01, D9)])
+@pytest.mark.slow
 def test_threshold_runs_partition_exhaustively_up_to_5000(split: Split) -> None:
     runs = list(threshold_runs(split, 1, 5000))
     _check_partition(runs, 1, 5000)

@@ -90,6 +90,7 @@ def _gof_pvalue(seen: Counter[object], law: dict[object, float]) -> float:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]} eps={c[1]}" for c in CASES])
+@pytest.mark.slow
 def test_lmm_tight_law_matches_the_shipped_mechanism(case: tuple[list[int], str, str]) -> None:
     counts, eps, delta = case
     law = _expected(counts, Fraction(eps), Fraction(delta))
@@ -105,6 +106,7 @@ def test_lmm_tight_law_matches_the_shipped_mechanism(case: tuple[list[int], str,
     ("counts", "eps", "k"),
     [([30, 29, 27, 5, 3], "0.3", 3), ([12, 12, 11, 10, 4, 3, 1], "1", 4)],
 )
+@pytest.mark.slow
 def test_limited_domain_p_top_matches_the_shipped_mechanism(
     counts: list[int], eps: str, k: int
 ) -> None:

@@ -160,6 +160,7 @@ def test_support_from_record_lists_equals_brute_force(lists: bool) -> None:
         (Fraction(1, 50), "replace", 0.01),  # b = 100, floor 201: every itemset drawn
     ],
 )
+@pytest.mark.slow
 def test_em_below_its_floor_has_the_exponential_mechanism_law(
     eps: Fraction, neighbours: str, a: float
 ) -> None:
@@ -172,6 +173,7 @@ def test_em_below_its_floor_has_the_exponential_mechanism_law(
     assert below  # the drawn (unlisted) itemsets were picked too
 
 
+@pytest.mark.slow
 def test_peeling_below_the_floor_removes_drawn_itemsets() -> None:
     """Round 2's marginal law: sum over round 1's pick I of P(I) P(J | universe without I)."""
     data, brute = _data()

@@ -120,6 +120,7 @@ def test_pure_rounds_spend_delta_and_match_the_optimal_composition() -> None:
     assert total.eps <= 1 and total.delta == D6  # the run is charged delta
 
 
+@pytest.mark.slow
 def test_generic_rounds_split_delta_and_match_the_optimal_composition() -> None:
     """stability, a generic (eps0, delta0) pair: delta0 = (1 - s) delta / K for the stated
     share s, and KOV's exact optimal composition of K (eps0, delta0) pairs fits (eps, delta)."""
@@ -133,6 +134,7 @@ def test_generic_rounds_split_delta_and_match_the_optimal_composition() -> None:
     assert float(kov_delta(k, e0 * 1.001, d0, 1.0)) > 1e-6
 
 
+@pytest.mark.slow
 def test_a_splitter_that_drops_delta0_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     k = 10
     monkeypatch.setattr(tight, "_pair", lambda m: (m.eps, F(0)))
@@ -256,6 +258,7 @@ def test_rules_refuses_a_tight_split(tmp_path: Path, data: Path) -> None:
     assert code == 2 and out == "" and "basic composition" in err
 
 
+@pytest.mark.slow
 def test_a_tight_plan_splits_top_k_as_the_runs_will() -> None:
     """ledger plan --accountant tight: each run's --top K is split by tight composition, as
     `mine` on a tight data set splits it; the planned runs fit, with rounds above eps/K."""

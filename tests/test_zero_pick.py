@@ -175,6 +175,7 @@ def _enumerating(view: Without, vocab: int, sizes: Sequence[int], rng: RandomSou
             return pad(chosen)
 
 
+@pytest.mark.slow
 def test_seeded_draws_are_those_of_the_enumeration() -> None:
     """Lex order and the same fresh randbelow(free[r]): draw for draw what the enumerating
     sampler drew, in the rare branch (12 free pairs) and the common one (100 free pairs)."""

@@ -29,6 +29,9 @@ from dpfim.engines.spark import SparkInput, count_file, read
 from dpfim.errors import InputError
 from dpfim.readers import read_records
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 NASTY = [b'"', b",", b"\t", b" ", b"\r", b"\xef\xbb\xbf", b"\x00", b"a", b"b", b"1", b"007"]
 NASTY += [b"[", b"]", b'"a"', b"\xff", b"\xc3", b"42", b"\r\n", b"\n"]
 FORMATS = {"basket": ".csv", "tsv": ".tsv", "fimi": ".dat", "jsonl": ".jsonl"}

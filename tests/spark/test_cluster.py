@@ -29,6 +29,9 @@ import dpfim
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed")
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "groceries_sample.csv"
 SPARK_BIN = Path(pyspark.__file__).parent / "bin"
 START_TIMEOUT = 120.0

@@ -24,6 +24,9 @@ moto_server = pytest.importorskip(
 )
 pafs = pytest.importorskip("pyarrow.fs")
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "groceries_sample.csv"
 BUCKET = "dpfim-test"
 PARTS = 3

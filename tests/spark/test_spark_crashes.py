@@ -21,6 +21,9 @@ import pytest
 
 from tests.cli_run import run
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "data"
 RETAIL = SHARED / "retail.dat"

@@ -20,6 +20,9 @@ from dpfim.engines.local import SupportIndex
 from dpfim.engines.spark import SparkCounts, SparkInput, count_file
 from dpfim.readers import Records, default_sep, read_records, resolve_format
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 

@@ -15,6 +15,9 @@ import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed")
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -28,6 +28,9 @@ from dpfim.readers import read_records
 
 pa = pytest.importorskip("pyarrow")
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 NASTY = [b'"', b'""', b",", b"\t", b" ", b"\r", b"\xef\xbb\xbf", b"\x00", b"a", b"b", b"1"]
 NASTY += [b"007", b"[", b"]", b'"a"', b"\xff", b"\xc3", b"\x0b", b"\x0c", b"\xe2\x80\xa8", b"42"]
 FORMATS = {"basket": ".csv", "tsv": ".tsv", "fimi": ".dat", "jsonl": ".jsonl"}

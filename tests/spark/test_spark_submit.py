@@ -15,6 +15,9 @@ import pytest
 
 import dpfim
 
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
+
+
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "groceries_sample.csv"
 ARGS = ["mine", str(SAMPLE), "--eps", "1", "--delta", "1e-9", "--seed", "3", "--compact"]
 

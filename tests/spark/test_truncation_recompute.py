@@ -15,9 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_spark_engine import spark_counts
 
 from dpfim.engines.spark import SparkCounts
+
+pytestmark = pytest.mark.slow  # whole-file or Spark tests: CI runs them, the quick loop does not
 
 
 def records_in_order(blocks: Any) -> list[tuple[str, ...]]:
