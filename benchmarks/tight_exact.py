@@ -41,7 +41,7 @@ import numpy as np
 
 from dpfim.mechanisms import lmm_tight as lt
 from dpfim.mechanisms.baselines import round_up
-from dpfim.mechanisms.thresholds import Split, gap_split, threshold_runs
+from dpfim.mechanisms.thresholds import MarginShares, gap_split, threshold_runs
 from dpfim.params import DEFAULT_ELL_MAX
 
 G_TAIL = 1e-14  # mass of the offset G left out of the sum
@@ -271,7 +271,7 @@ def rule(
 
 
 @functools.cache
-def _gap_runs(split: Split, stop: int) -> list[tuple[int, int, int]]:
+def _gap_runs(split: MarginShares, stop: int) -> list[tuple[int, int, int]]:
     out = []
     for first, last, t in threshold_runs(split):
         if first > stop:
@@ -286,7 +286,7 @@ def lmm_gap_exact(
     delta: Fraction,
     ell_max: int = DEFAULT_ELL_MAX,
     *,
-    split: Split | None = None,
+    split: MarginShares | None = None,
 ) -> tuple[float, float, float]:
     """(lo, hi, err): lmm-gap's P(top) lies in [lo - err, hi + err].
 

@@ -1,21 +1,21 @@
-"""Typed privacy costs and their composition: the one place where privacy amounts are added.
+"""Typed privacy costs and the interface of their composition: the one place where privacy
+amounts are added.
 
 A mechanism reports what it really is as a `Measure` with exact Fractions (`PureDP`,
 `BoundedRange`, `ZCDP`, or a generic `ApproxDP` pair); a release's `Cost` is a multiset of
-measures under one typed neighbouring relation (`Neighbours`). `compose` is the only function
-that adds them up, under an accountant:
+measures under one typed neighbouring relation (`Neighbours`). An `Accountant` composes costs
+and splits a run's (eps, delta) among its rounds; the accountants themselves and their table
+are in dpfim.accountants (imported by whoever names one):
 
-- `basic`: sequential composition, exact rationals (sums of eps and of delta). Valid for any
-  adaptively chosen sequence (a privacy filter), the default.
-- `tight`: the minimum over the bounds that are valid for the measures at hand (docs/privacy.md,
-  "Tight accounting"): basic; Google's dp-accounting PLD accountant (pure eps as randomised
-  response, a generic (eps, delta) pair as its optimal PLD, bounded range as pure), pessimistic
-  discretisation on a grid of 1/1000 of the smallest eps; for bounded-range and pure costs zCDP
-  (rho = eps^2/8, resp. eps^2/2) converted with the standard formula and with dp-accounting's
-  RDP conversion. Tight composition assumes every cost was fixed before the first run
-  (docs/privacy.md, "Adaptivity").
+- `basic`: sequential composition, exact rationals (sums of eps and of delta, `basic()` here).
+  Valid for any adaptively chosen sequence (a privacy filter), the default.
+- `tight`: the minimum over the bounds that are valid for the measures at hand (dpfim.tight,
+  docs/privacy.md, "Tight accounting"). Tight composition assumes every cost was fixed before
+  the first run (docs/privacy.md, "Adaptivity").
 
-dp-accounting is an optional extra (`pip install 'dpfim[accounting]'`), imported lazily.
+This module imports neither: the layers are accounting (types, exact sums, the Split) <- tight
+(dp-accounting, an optional extra `pip install 'dpfim[accounting]'`, imported lazily) <-
+accountants (the table).
 """
 
 from __future__ import annotations
@@ -23,18 +23,17 @@ from __future__ import annotations
 import enum
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
-from dpfim.choices import ACCOUNTANTS
 from dpfim.errors import ParameterError
 from dpfim.params import fraction_to_float
 
 __all__ = [
-    "ACCOUNTANTS",
     "ZCDP",
+    "Accountant",
     "ApproxDP",
     "BoundedRange",
     "Cost",
@@ -44,8 +43,7 @@ __all__ = [
     "Split",
     "Total",
     "amount",
-    "compose",
-    "split",
+    "basic",
 ]
 
 INSTALL_HINT = "the tight accountant needs Google's dp-accounting: pip install 'dpfim[accounting]'"
@@ -219,7 +217,8 @@ def amount(x: Fraction) -> dict[str, Any]:
     return {"value": fraction_to_float(x), "exact": str(x)}
 
 
-def _relation(costs: Sequence[Cost]) -> Neighbours | None:
+def relation(costs: Sequence[Cost]) -> Neighbours | None:
+    """The one neighbouring relation of costs (None for none); ParameterError for two."""
     relations = {c.neighbours for c in costs}
     if len(relations) > 1:
         raise ParameterError(
@@ -240,43 +239,6 @@ def basic(costs: Iterable[Cost]) -> Total:
     return Total(eps, delta, "basic")
 
 
-def compose(
-    costs: Iterable[Cost], accountant: str = "basic", *, delta: Fraction | None = None
-) -> Total:
-    """The composed (eps, delta) of costs under an accountant.
-
-    basic: exact sums (delta is ignored). tight: the smallest eps at `delta` over the valid
-    bounds (basic included when its delta fits); raises ParameterError when no bound reaches
-    `delta` (e.g. the costs' own deltas already exceed it).
-    """
-    costs = list(costs)
-    _relation(costs)
-    if accountant == "basic":
-        return basic(costs)
-    if accountant != "tight":
-        raise ParameterError(f"unknown accountant {accountant!r} (choose from basic, tight)")
-    if delta is None:
-        raise ValueError("the tight accountant answers eps at a given delta")
-    from dpfim import tight  # lazily: dp-accounting is an optional extra
-
-    return tight.compose(costs, delta)
-
-
-def fits(
-    costs: Iterable[Cost], accountant: str, budget_eps: Fraction, budget_delta: Fraction
-) -> bool:
-    """Whether the composed costs stay within (budget_eps, budget_delta) under the accountant."""
-    costs = list(costs)
-    if accountant == "basic":
-        total = basic(costs)
-        return total.eps <= budget_eps and total.delta <= budget_delta
-    try:
-        total = compose(costs, accountant, delta=budget_delta)
-    except InfeasibleError:
-        return False
-    return total.eps <= budget_eps and total.delta <= budget_delta
-
-
 class InfeasibleError(ParameterError):
     """No valid bound reaches the requested delta (the costs' own deltas are too large)."""
 
@@ -291,6 +253,69 @@ def down(x: Fraction) -> float:
     """The largest float <= x."""
     f = float(x)
     return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
+
+
+class Accountant(Hashable, Protocol):
+    """How costs compose and how a run's (eps, delta) is split among its rounds: one object per
+    accountant (dpfim.accountants.ACCOUNTANTS, as PipelineDP's naive and PLD budget
+    accountants). Callers look one up by name once, when they validate, and then ask it; they
+    never compare its name."""
+
+    @property
+    def name(self) -> str:
+        """Its name on the command line, in a result's and in the persistent ledger's JSON."""
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """Whether its totals are exact sums (then a total says all); else computed bounds,
+        shown with the typed cost they come from."""
+        ...
+
+    @property
+    def requires_extra(self) -> bool:
+        """Whether it needs the optional dp-accounting (a usage error when missing)."""
+        ...
+
+    @property
+    def needs_fixed_costs(self) -> bool:
+        """Whether its bound holds only for costs fixed before the first run (docs/privacy.md,
+        "Adaptivity"): a ledger then fixes a data set's per-run cost when its budget is
+        created, never raises that budget, and counts the runs left (§20.3)."""
+        ...
+
+    def compose(self, costs: Iterable[Cost], *, delta: Fraction | None = None) -> Total:
+        """The composed (eps, delta) of costs (one neighbouring relation, else ParameterError);
+        a bound that answers eps at a given delta needs `delta`."""
+        ...
+
+    def fits(self, costs: Iterable[Cost], budget_eps: Fraction, budget_delta: Fraction) -> bool:
+        """Whether the composed costs stay within (budget_eps, budget_delta)."""
+        ...
+
+    def delta_fits(self, spent: Fraction, budget: Fraction) -> bool:
+        """Whether runs whose own deltas add up to `spent` can fit a budget's delta at all."""
+        ...
+
+    def split(
+        self,
+        round_cost: RoundCost,
+        rounds: int,
+        eps_sel: Fraction,
+        eps_support: Fraction,
+        delta: Fraction,
+    ) -> Split:
+        """Each round's (eps0, delta0) for a run of `rounds` adaptive rounds (docs/privacy.md
+        §19.1, §20.4)."""
+        ...
+
+    def composition(self, total: Total, rounds: int) -> str:
+        """How a run's ledger says its total was composed."""
+        ...
+
+    def round_hint(self, top: int) -> str:
+        """What the none hint adds about the eps each of `top` > 1 rounds gets."""
+        ...
 
 
 # --- splitting one run's (eps, delta) among K adaptive rounds (docs/privacy.md §20.4) -----------
@@ -356,81 +381,30 @@ def largest(feasible: Callable[[Fraction], bool], lo: Fraction, hi: Fraction) ->
     return best if best > lo else None
 
 
+RoundCost = Callable[[Fraction, Fraction], Cost]
+
+
 @dataclass(frozen=True)
 class Split:
     """How one run's (eps, delta) is divided among `rounds` adaptive rounds and the supports:
-    each round runs at (eps0, delta0); the supports get eps_support (pure). `how` says which
-    rule gave it (docs/privacy.md §19.1 for basic, §20.4 for tight)."""
+    each round runs at (eps0, delta0); the supports get eps_support (pure). `accountant` is
+    the one that split it; `how` says which rule gave it (docs/privacy.md §19.1 for basic,
+    §20.4 for tight). The one Split of dpfim: a mechanism's division of one round's eps
+    among its own steps is its Shares (dpfim.mechanisms)."""
 
-    accountant: str
+    accountant: Accountant
     rounds: int
     eps0: Fraction
     delta0: Fraction
     eps_support: Fraction
     how: str
 
-    def cost(self, round_cost: Callable[[Fraction, Fraction], Cost]) -> Cost:
+    def cost(self, round_cost: RoundCost) -> Cost:
         """The run's typed cost: `rounds` times the round's cost, then the supports."""
         cost = round_cost(self.eps0, self.delta0).times(self.rounds)
         if self.eps_support > 0:
             cost = cost.plus(Cost.of(PureDP(self.eps_support), cost.neighbours))
         return cost
-
-
-def split(
-    round_cost: Callable[[Fraction, Fraction], Cost],
-    rounds: int,
-    eps_sel: Fraction,
-    eps_support: Fraction,
-    delta: Fraction,
-    accountant: str = "basic",
-) -> Split:
-    """Each round's (eps0, delta0) for a run of `rounds` adaptive rounds (peeling) at the
-    selection's eps_sel and the run's delta, the supports at eps_support (pure).
-
-    basic: (eps_sel/K, delta/K), exact (docs/privacy.md §19.1). tight (§20.4): the largest
-    eps0 (an exact decimal, rounded down, re-checked) such that K rounds of round_cost(eps0,
-    delta0) and the supports compose, under the tight accountant (every bound of which holds
-    for adaptive composition of costs fixed in advance), to within (eps_sel + eps_support,
-    delta); pure and bounded-range rounds keep delta0 = delta/K (unused by them); generic rounds
-    get delta0 = (1 - s) delta / K for the share s of SLACK_SHARES that gives the largest eps0.
-    Where that is not larger than eps_sel/K the basic split is returned.
-    """
-    base = Split(
-        "basic", rounds, eps_sel / rounds, delta / rounds, eps_support, "basic: eps/K, delta/K"
-    )
-    if accountant == "basic":
-        return base
-    if accountant != "tight":
-        raise ParameterError(f"unknown accountant {accountant!r} (choose from basic, tight)")
-    if rounds == 1 and eps_support == 0:
-        return Split("tight", 1, eps_sel, delta, eps_support, "tight: one round, nothing to split")
-    eps = eps_sel + eps_support
-    probe = round_cost(base.eps0, base.delta0)
-    generic = basic([probe]).delta > 0
-    shares: tuple[Fraction | None, ...] = SLACK_SHARES if generic else (None,)
-    best: Split | None = None
-    for share in shares:
-        delta0 = base.delta0 if share is None else (1 - share) * delta / rounds
-
-        def feasible(e0: Fraction, delta0: Fraction = delta0) -> bool:
-            trial = Split("tight", rounds, e0, delta0, eps_support, "")
-            return fits([trial.cost(round_cost)], "tight", eps, delta)
-
-        e0 = largest(feasible, base.eps0, eps_sel)
-        if e0 is not None and (best is None or e0 > best.eps0):
-            how = (
-                "tight: K-fold adaptive composition within (eps, delta)"
-                if share is None
-                else f"tight: K-fold adaptive composition, delta0 = (1 - {share}) delta / K, "
-                f"the composition's slack {share} delta"
-            )
-            best = Split("tight", rounds, e0, delta0, eps_support, how)
-    if best is None:
-        return Split(
-            "tight", rounds, base.eps0, base.delta0, eps_support, "tight: basic is not beaten"
-        )
-    return best
 
 
 # --- zCDP -> (eps, delta), for mechanisms calibrated to a target pair ------------------------

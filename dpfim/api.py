@@ -438,7 +438,12 @@ def _rules_fields(
     if keep is not None:
         keep.update(closure=closure, rules=frame)
     book = rules.rules_ledger(
-        rel, opts.eps, eps_closure, opts.neighbours, closure, opts.closure_delta
+        rel,
+        opts.cost(None, max_record_items),
+        eps_closure,
+        opts.neighbours,
+        closure,
+        opts.closure_delta,
     )
     return fields, book
 

@@ -206,7 +206,7 @@ def _release_run(
     ledger_hooks = _ledger_hooks(input_path, opt)
     if run is _api().mine_file:  # how --top K splits (eps, delta): the data set's accountant
         extra = {**(extra or {}), "accountant": _split_accountant(input_path, opt)}
-    elif opt["accountant"] == "tight" and not opt["ledger"]:
+    elif _composes_exactly(opt["accountant"]) is False and not opt["ledger"]:
         raise ParameterError(
             "dpfim rules splits its budget by basic composition: --accountant tight applies "
             "to its --ledger only"
@@ -255,9 +255,9 @@ def _release_run(
         line = (
             f"ledger: data set {ledger_hooks.dataset!r} has eps="
             f"{format_amount(left.remaining_eps, fixed=True)}, delta="
-            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant}"
+            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant.name}"
         )
-        if left.accountant == "tight":
+        if left.accountant.needs_fixed_costs:
             line += f": {_runs_left(left)}"
         _say(line + ")")
     return result
@@ -284,6 +284,13 @@ def _progress_setting(opt: dict[str, Any]) -> str:
     return EXACT if opt["verbose"] else PUBLIC
 
 
+def _composes_exactly(name: str | None) -> bool | None:
+    """Whether the --accountant given composes by exact sums (None: none given)."""
+    from dpfim.accountants import get_accountant
+
+    return None if name is None else get_accountant(name).exact
+
+
 def _split_accountant(input_path: str, opt: dict[str, Any]) -> str:
     """mine's --accountant: as given; else, with --ledger, the data set's (basic for a new one);
     else basic. A different one than the data set's is refused by the ledger (exit 2)."""
@@ -296,7 +303,7 @@ def _split_accountant(input_path: str, opt: dict[str, Any]) -> str:
     except DpfimError:  # unreadable or damaged: the ledger's own pre-check reports it
         return "basic"
     st = states.get(opt["dataset"] or input_path)
-    return "basic" if st is None or st.budget_eps is None else st.accountant
+    return "basic" if st is None or st.budget_eps is None else st.accountant.name
 
 
 def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun | None:
@@ -487,28 +494,30 @@ def ledger_create(path: str, **opt: Any) -> None:
       dpfim ledger create ledger.jsonl --dataset orders --budget-eps 2 --budget-delta 1e-6 \\
           --accountant tight --mechanism em --neighbours add-remove --eps 0.04 --delta 1e-6
     """
-    accountant = opt["accountant"]
+    from dpfim.accountants import get_accountant
+
+    accountant = get_accountant(opt["accountant"])
     dataset = opt["dataset"]
     if not dataset.strip():
         raise ParameterError("--dataset must not be empty")
     run_options = ("eps", "delta", "top", "supports", "support_share", "size", "sizes")
     given = opt["eps"] is not None or opt["delta"] is not None
-    if accountant == "tight" and (opt["eps"] is None or opt["delta"] is None):
+    if accountant.needs_fixed_costs and (opt["eps"] is None or opt["delta"] is None):
         raise ParameterError(
             "--accountant tight fixes each run's cost: give the runs' --eps and --delta (and "
             "--mechanism, --top, ... as the runs will)"
         )
-    if accountant == "basic" and given:
+    if not accountant.needs_fixed_costs and given:
         raise ParameterError(
             "--eps/--delta fix a tight data set's per-run cost; a basic data set has none"
         )
-    if accountant == "tight":
+    if accountant.needs_fixed_costs:
         opts = _api().check_options(
             universe_given=True,
             mechanism=opt["mechanism"],
             neighbours=opt["neighbours"],
             candidates=opt["candidates"],
-            accountant="tight",
+            accountant=accountant.name,
             **{k: opt[k] for k in run_options},
         )
         cost = opts.cost()
@@ -523,7 +532,7 @@ def ledger_create(path: str, **opt: Any) -> None:
         budget_eps=check_eps(opt["budget_eps"]),
         budget_delta=check_delta(opt["budget_delta"]),
         note=opt["note"],
-        accountant=accountant,
+        accountant=accountant.name,
     )
     st = ledger_mod.create(spend)
     line = f"{path}: created data set {dataset!r}: " + _state_line(dataset, st).split(": ", 1)[1]
@@ -625,14 +634,14 @@ def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
     line = (
         f"{name}: {_plural(st.runs, 'run', 'runs')}; spent eps={f(st.spent_eps)} "
         f"delta={f(st.spent_delta)} of eps={f(st.budget_eps)} delta={f(st.budget_delta)}; "
-        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)} ({st.accountant})"
+        f"remaining eps={f(st.remaining_eps)} delta={f(st.remaining_delta)} ({st.accountant.name})"
     )
     tight = st.tight_spent()
     if tight is not None:
         line += f"; tight: eps={float(tight.eps):.6g} at delta={f(tight.delta)}"
         if not st.tight_is_guarantee:
             line += " (information, not a guarantee: the runs' costs differ, §20.3)"
-    if st.accountant == "tight" and st.per_run is not None:
+    if st.accountant.needs_fixed_costs and st.per_run is not None:
         line += f"; {_runs_left(st)}, each {st.per_run.describe()}"
     if st.over_budget:
         line += " (more was spent than the current budget: nothing remains)"

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from dpfim import accounting
-from dpfim.accounting import ApproxDP, Cost, Neighbours
+from dpfim.accountants import ACCOUNTANTS, BASIC, TIGHT, get_accountant
+from dpfim.accounting import Accountant, ApproxDP, Cost, Neighbours
 from dpfim.errors import (
     BudgetError,
     DpfimError,
@@ -55,7 +56,7 @@ class DatasetState:
 
     budget_eps: Fraction | None = None
     budget_delta: Fraction | None = None
-    accountant: str = "basic"
+    accountant: Accountant = BASIC
     neighbours: Neighbours | None = None
     costs: list[Cost] = field(default_factory=list)
     # tight data sets: the per-run cost fixed when the budget was created (docs/privacy.md §20.3)
@@ -65,12 +66,11 @@ class DatasetState:
     def runs(self) -> int:
         return len(self.costs)
 
-    def spent(self, accountant: str = "basic") -> accounting.Total:
+    def spent(self, accountant: Accountant = BASIC) -> accounting.Total:
         """The spend under an accountant; tight: eps at the budget's delta."""
-        if accountant == "basic" or not self.costs:
+        if accountant.exact or not self.costs:  # exact sums, whatever the lines hold
             return accounting.basic(self.costs)
-        assert self.budget_delta is not None
-        return accounting.compose(self.costs, accountant, delta=self.budget_delta)
+        return accountant.compose(self.costs, delta=self.budget_delta)
 
     @property
     def spent_eps(self) -> Fraction:
@@ -90,12 +90,12 @@ class DatasetState:
         if self.budget_eps is None:
             return None
         spent = self.spent_eps
-        if self.accountant == "tight" and self.costs:
-            tight = self.tight_spent()
-            if tight is None:  # dp-accounting is not installed: not known here
+        if not self.accountant.exact and self.costs:
+            bound = self.spent_or_none(self.accountant)
+            if bound is None:  # dp-accounting is not installed: not known here
                 return None
             # rounded up to 1e-9: a readable, conservative remainder (the bound is a float)
-            spent = Fraction(math.ceil(tight.eps * 10**9), 10**9)
+            spent = Fraction(math.ceil(bound.eps * 10**9), 10**9)
         return max(Fraction(0), self.budget_eps - spent)
 
     @property
@@ -111,12 +111,10 @@ class DatasetState:
         """More was spent than the stored budget allows (only possible in an edited ledger)."""
         if self.budget_eps is None or self.budget_delta is None:
             return False
-        if self.accountant == "tight":
-            try:
-                return not accounting.fits(self.costs, "tight", self.budget_eps, self.budget_delta)
-            except ParameterError:  # dp-accounting is not installed: not known here
-                return False
-        return self.spent_eps > self.budget_eps or self.spent_delta > self.budget_delta
+        try:
+            return not self.accountant.fits(self.costs, self.budget_eps, self.budget_delta)
+        except ParameterError:  # dp-accounting is not installed: not known here
+            return False
 
     def fits(self, runs: int) -> bool:
         """Whether `runs` runs of a tight data set's fixed per-run cost fit its budget."""
@@ -124,9 +122,7 @@ class DatasetState:
         assert self.budget_eps is not None and self.budget_delta is not None
         if runs == 0:
             return True
-        return accounting.fits(
-            [self.per_run.times(runs)], "tight", self.budget_eps, self.budget_delta
-        )
+        return self.accountant.fits([self.per_run.times(runs)], self.budget_eps, self.budget_delta)
 
     def keep_ahead(self, runs: int) -> None:
         """Compose the totals of the next LOOKAHEAD runs after `runs` of a tight data set's fixed
@@ -145,7 +141,7 @@ class DatasetState:
         basic data set, or without dp-accounting; RUNS_LEFT_CAP when at least that many do):
         the largest M with runs + M identical runs within the budget under tight composition.
         A function of public parameters only (the cost, the budget and the number of runs)."""
-        if self.accountant != "tight" or self.per_run is None:
+        if not self.accountant.needs_fixed_costs or self.per_run is None:
             return None
         try:
             return self._runs_left()
@@ -165,12 +161,18 @@ class DatasetState:
         return _most(lambda m: self.fits(self.runs + m))
 
     def tight_spent(self) -> accounting.Total | None:
-        """The spend under the tight accountant at the budget's delta (information: None when
-        dp-accounting is not installed or no bound reaches that delta)."""
+        """The spend under the tight accountant at the budget's delta, whichever the data set's
+        accountant (information: None when dp-accounting is not installed or no bound reaches
+        that delta)."""
+        return self.spent_or_none(TIGHT)
+
+    def spent_or_none(self, accountant: Accountant) -> accounting.Total | None:
+        """The spend under an accountant at the budget's delta; None without runs or budget,
+        when dp-accounting is not installed, or when no bound reaches that delta."""
         if not self.costs or self.budget_delta is None:
             return None
         try:
-            return self.spent("tight")
+            return self.spent(accountant)
         except ParameterError:
             return None
 
@@ -180,7 +182,7 @@ class DatasetState:
         data set (every run's cost fixed in advance), or when every run so far had the same
         cost. On a free-form ledger whose runs had different costs it is information only:
         their parameters may have been chosen adaptively, and no tight filter covers that."""
-        if self.accountant == "tight":
+        if self.accountant.needs_fixed_costs:
             return True
         first = self.costs[0] if self.costs else None
         return first is not None and all(c.same_as(first) for c in self.costs)
@@ -198,7 +200,7 @@ class DatasetState:
         out: dict[str, Any] = {
             "dataset": name,
             "runs": self.runs,
-            "accountant": self.accountant,
+            "accountant": self.accountant.name,
             "budget": pair(self.budget_eps, self.budget_delta),
             "spent": {
                 "basic": pair(basic.eps, basic.delta),
@@ -208,7 +210,7 @@ class DatasetState:
             # false: the tight figure is information, not a guarantee (§20.3)
             "tight_is_guarantee": tight is not None and self.tight_is_guarantee,
         }
-        if self.accountant == "tight":
+        if self.accountant.needs_fixed_costs:
             out["remaining"]["runs"] = self.runs_left()
             out["per_run"] = None if self.per_run is None else self.per_run.describe()
         return out
@@ -219,11 +221,11 @@ class DatasetState:
         many more runs of its fixed cost fit (`runs`)."""
         assert self.remaining_eps is not None and self.remaining_delta is not None
         out: dict[str, Any] = {
-            "accountant": self.accountant,
+            "accountant": self.accountant.name,
             "eps": accounting.amount(self.remaining_eps),
             "delta": accounting.amount(self.remaining_delta),
         }
-        if self.accountant == "tight":
+        if self.accountant.needs_fixed_costs:
             out["runs"] = self.runs_left()
         return out
 
@@ -366,11 +368,14 @@ def parse(content: bytes, name: str) -> list[dict[str, Any]]:
                     raise ValueError("eps/delta differ from the cost")
             elif kind == "spend":
                 entry["_cost"] = Cost.of(ApproxDP(entry["_eps"], entry["_delta"]), "replace")
-            if kind == "budget" and entry.get("accountant", "basic") not in accounting.ACCOUNTANTS:
-                raise ValueError("unknown accountant")
-            if kind == "budget" and entry.get("accountant") == "tight":
-                fixed = entry["per_run"]
-                entry["_per_run"] = Cost.from_json(fixed["neighbours"], fixed["cost"])
+            if kind == "budget":
+                acct = ACCOUNTANTS.get(entry.get("accountant", BASIC.name))
+                if acct is None:
+                    raise ValueError("unknown accountant")
+                entry["_accountant"] = acct
+                if acct.needs_fixed_costs:
+                    fixed = entry["per_run"]
+                    entry["_per_run"] = Cost.from_json(fixed["neighbours"], fixed["cost"])
         except (KeyError, ValueError, TypeError, ZeroDivisionError):
             raise LedgerError(f"{name}:{number}: bad eps/delta amount or cost") from None
         prev = entry["_hash"] = _line_hash(line)
@@ -477,7 +482,7 @@ def state(entries: list[dict[str, Any]]) -> dict[str, DatasetState]:
         else:
             st.budget_eps, st.budget_delta = entry["_eps"], entry["_delta"]
             if entry["kind"] == "budget":
-                st.accountant = entry.get("accountant", "basic")
+                st.accountant = entry["_accountant"]
                 st.per_run = entry.get("_per_run")
                 if st.per_run is not None and st.neighbours is None:
                     st.neighbours = st.per_run.neighbours
@@ -580,7 +585,7 @@ class Spend:
     budget_delta: Fraction | None = None
     raise_budget: bool = False
     note: str | None = None
-    accountant: str | None = None  # None: the data set's (basic for a new one)
+    accountant: str | None = None  # its name; None: the data set's (basic for a new one)
     # create the data set's budget only (`dpfim ledger create`): no spend; `cost` is the
     # per-run cost a tight data set fixes (and one run of it must fit)
     budget_only: bool = False
@@ -608,10 +613,11 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
         )
     new_lines: list[tuple[str, Fraction, Fraction]] = []
     b_eps, b_delta = spend.budget_eps, spend.budget_delta
-    accountant = st.accountant if st.budget_eps is not None else spend.accountant or "basic"
-    if spend.accountant not in (None, st.accountant) and st.budget_eps is not None:
+    requested = None if spend.accountant is None else get_accountant(spend.accountant)
+    accountant = st.accountant if st.budget_eps is not None else requested or BASIC
+    if requested not in (None, st.accountant) and st.budget_eps is not None:
         raise ParameterError(
-            f"data set {spend.dataset!r} uses --accountant {st.accountant} in {spend.path}: "
+            f"data set {spend.dataset!r} uses --accountant {st.accountant.name} in {spend.path}: "
             "it is fixed when the data set's budget is created"
         )
     if st.neighbours is not None and spend.cost.neighbours != st.neighbours:
@@ -628,14 +634,14 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
             )
         new_lines.append(("budget", b_eps, b_delta))
         st.accountant = accountant
-        if accountant == "tight":  # the first run fixes the per-run cost (§20.3)
+        if accountant.needs_fixed_costs:  # the first run fixes the per-run cost (§20.3)
             st.per_run = spend.cost
     elif (
         b_eps is not None
         and b_delta is not None
         and (b_eps, b_delta) != (st.budget_eps, st.budget_delta)
-    ) or (spend.raise_budget and st.accountant == "tight"):
-        if st.accountant == "tight":
+    ) or (spend.raise_budget and st.accountant.needs_fixed_costs):
+        if st.accountant.needs_fixed_costs:
             raise ParameterError(
                 f"data set {spend.dataset!r} uses the tight accountant in {spend.path}: its "
                 "budget is fixed when it is created and cannot be raised (docs/privacy.md §20.3)"
@@ -656,11 +662,9 @@ def _plan(spend: Spend, entries: list[dict[str, Any]]) -> tuple[DatasetState, li
     if new_lines:
         st.budget_eps, st.budget_delta = new_lines[-1][1], new_lines[-1][2]
     assert st.budget_eps is not None and st.budget_delta is not None
-    if st.accountant == "tight":
+    if st.accountant.needs_fixed_costs:
         _check_tight(spend, st)
-    elif not accounting.fits(
-        [*st.costs, spend.cost], st.accountant, st.budget_eps, st.budget_delta
-    ):
+    elif not st.accountant.fits([*st.costs, spend.cost], st.budget_eps, st.budget_delta):
         raise BudgetError(
             f"budget exhausted for data set {spend.dataset!r}: requested "
             f"eps={format_amount(spend.eps)}, delta={format_amount(spend.delta)}; spent "
@@ -773,7 +777,7 @@ def reserve(spend: Spend) -> DatasetState:
                 entry["cost"] = spend.cost.to_json()
                 entry["mechanism"] = spend.mechanism
             if kind == "budget":
-                entry["accountant"] = st.accountant
+                entry["accountant"] = st.accountant.name
                 if st.per_run is not None:
                     entry["per_run"] = {
                         "neighbours": str(st.per_run.neighbours),

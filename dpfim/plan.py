@@ -5,7 +5,7 @@ set splits it (docs/privacy.md §20.4), so the plan is the cost such a run will 
 
 Reads no ledger and no data: the answer is a function of public parameters only. Each run's
 cost is the typed cost the mechanism reports for the given options (K rounds of --top plus the
-supports, `release.run_cost`); N runs compose under the chosen accountant (dpfim.accounting).
+supports, `Options.cost`); N runs compose under the chosen accountant (dpfim.accountants).
 The answer is an exact decimal with SIGNIFICANT significant digits, rounded down, and checked
 again after rounding (the search itself runs on that decimal grid).
 """
@@ -17,8 +17,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from dpfim import accounting
-from dpfim.accounting import Cost
+from dpfim.accountants import get_accountant
+from dpfim.accounting import Accountant, Cost
 from dpfim.errors import BudgetError, ParameterError
 from dpfim.params import MIN_EPS, check_delta, check_eps, format_amount
 from dpfim.request import Options, check_options
@@ -28,15 +28,19 @@ SIGNIFICANT = 6
 _UNUSED_DELTA = Fraction(1, 2)
 
 
-def run_cost(opts: Options, eps: Fraction) -> Cost:
-    """The typed cost of one run of opts at per-run eps."""
+def _cost_at(opts: Options, eps: Fraction) -> Cost:
+    """The typed cost of one run of opts at per-run eps (Options.cost)."""
     return dataclasses.replace(opts, eps=eps).cost()
 
 
 def _fits(
-    opts: Options, eps: Fraction, runs: int, accountant: str, budget: tuple[Fraction, Fraction]
+    opts: Options,
+    eps: Fraction,
+    runs: int,
+    accountant: Accountant,
+    budget: tuple[Fraction, Fraction],
 ) -> bool:
-    return accounting.fits([run_cost(opts, eps).times(runs)], accountant, *budget)
+    return accountant.fits([_cost_at(opts, eps).times(runs)], *budget)
 
 
 def _unit(x: Fraction) -> Fraction:
@@ -79,8 +83,7 @@ def plan(
     b_eps, b_delta = check_eps(budget_eps), check_delta(budget_delta)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ParameterError(f"--runs must be a positive integer, got {runs!r}")
-    if accountant not in accounting.ACCOUNTANTS:
-        raise ParameterError(f"--accountant must be basic or tight, got {accountant!r}")
+    acct = get_accountant(accountant)
     opts = check_options(
         size=size,
         sizes=sizes,
@@ -96,36 +99,36 @@ def plan(
         support_share=support_share,
         accountant=accountant,  # a tight data set's runs split --top K by tight too (§20.4)
     )
-    if delta is None and accounting.basic([opts.cost()]).delta > 0:
+    per_delta = opts.spent_delta
+    if delta is None and per_delta > 0:
         raise ParameterError(f"--mechanism {mechanism} spends a delta: give each run's --delta")
-    per_delta = accounting.basic([opts.cost()]).delta
     budget = (b_eps, b_delta)
-    if runs * per_delta >= b_delta and not (accountant == "basic" and runs * per_delta == b_delta):
+    if not acct.delta_fits(runs * per_delta, b_delta):
         raise BudgetError(
             f"infeasible: {runs} runs at delta={format_amount(per_delta)} spend delta "
             f"{format_amount(runs * per_delta)}, at least the budget's {format_amount(b_delta)}"
         )
     lo, hi = Fraction(0), b_eps  # one run alone at more than the budget never fits
-    if _fits(opts, hi, runs, accountant, budget):
+    if _fits(opts, hi, runs, acct, budget):
         lo = hi
     else:
         while hi - lo > max(lo, MIN_EPS) / 10**SIGNIFICANT:
             mid = _decimal_down((lo + hi) / 2) if lo > 0 else (lo + hi) / 2
             if mid <= lo:
                 mid = (lo + hi) / 2
-            if _fits(opts, mid, runs, accountant, budget):
+            if _fits(opts, mid, runs, acct, budget):
                 lo = mid
             else:
                 hi = mid
     best = _decimal_down(lo) if lo > 0 else Fraction(0)
-    while best >= MIN_EPS and not _fits(opts, best, runs, accountant, budget):
+    while best >= MIN_EPS and not _fits(opts, best, runs, acct, budget):
         best = _decimal_down(best - _unit(best) / 2)  # re-checked after rounding
     if best < MIN_EPS:
         raise BudgetError(
             f"infeasible: no per-run eps >= {format_amount(MIN_EPS)} keeps {runs} runs within "
             f"eps={format_amount(b_eps)}, delta={format_amount(b_delta)} under {accountant}"
         )
-    total = accounting.compose([run_cost(opts, best).times(runs)], accountant, delta=b_delta)
+    total = acct.compose([_cost_at(opts, best).times(runs)], delta=b_delta)
     exact = format(Decimal(best.numerator) / Decimal(best.denominator), "f")
     return {
         "mechanism": mechanism,

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from dpfim.accounting import amount, basic, compose, exact_text
+from dpfim.accountants import BASIC
+from dpfim.accounting import Accountant, amount, basic, exact_text
 from dpfim.counts import Counts, Key
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
@@ -140,10 +141,10 @@ def ledger(
     p: Public,
     k: int,
     eps_support: Fraction,
-    accountant: str = "basic",
+    accountant: Accountant = BASIC,
 ) -> dict[str, Any]:
     """The composed ledger: K rounds at the split's (eps0, delta0) plus the supports, composed
-    in dpfim.accounting (basic: exact sums, (eps_sel/K, delta/K) each; tight: the K-fold
+    by the accountant (basic: exact sums, (eps_sel/K, delta/K) each; tight: the K-fold
     adaptive composition's bound at the run's delta, docs/privacy.md §20.4)."""
     sp = split_of(spec, p, k, eps_support, accountant)
     per_round = round_cost(spec, p)
@@ -151,16 +152,8 @@ def ledger(
     one = basic([per_round(sp.eps0, sp.delta0)])
     selection = per_round(sp.eps0, sp.delta0).times(k)
     cost = sp.cost(per_round)
-    if sp.accountant == "basic":
-        sel, total = basic([selection]), basic([cost])
-        composition = "basic sequential composition, exact rationals"
-    else:
-        sel = compose([selection], "tight", delta=p.delta)
-        total = compose([cost], "tight", delta=p.delta)
-        composition = (
-            f"{total.accountant}: the {k} rounds' adaptive composition (plus the supports) at "
-            "the run's delta (docs/privacy.md §20.4); the exact typed cost is in `cost`"
-        )
+    sel = sp.accountant.compose([selection], delta=p.delta)
+    total = sp.accountant.compose([cost], delta=p.delta)
     steps = [
         {
             "step": f"peeling: {k} rounds of {spec.name}, each on the counts without the "
@@ -184,8 +177,8 @@ def ledger(
         "neighbours": p.neighbours,
         "eps": amount(total.eps),
         "delta": amount(total.delta),
-        "composition": composition,
-        "accountant": sp.accountant,
+        "composition": sp.accountant.composition(total, k),
+        "accountant": sp.accountant.name,
         "per_round_eps": fraction_to_float(sp.eps0),
         "per_round_eps_exact": exact_text(sp.eps0),
         "per_round_delta": amount(one.delta),
@@ -199,7 +192,7 @@ def ledger(
             "same data compose."
         ),
     }
-    if sp.accountant == "tight":
+    if not sp.accountant.exact:  # a computed bound: the typed cost it comes from
         out["cost"] = {"neighbours": str(cost.neighbours), "parts": cost.to_json()}
     return out
 

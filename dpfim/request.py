@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from dpfim import accounting
-from dpfim.accounting import ACCOUNTANTS, ApproxDP, Cost, PureDP, Split, basic
+from dpfim.accountants import BASIC, get_accountant
+from dpfim.accounting import Accountant, ApproxDP, Cost, PureDP, RoundCost, Split, basic
 from dpfim.choices import NEIGHBOURS as NEIGHBOURS
 from dpfim.closure import GAUSSIAN_DELTA_SHARE, check_noise, choose_noise
 from dpfim.errors import ParameterError
@@ -55,7 +55,7 @@ def run_cost(
     p: registry.Public,
     k: int,
     eps_support: Fraction,
-    accountant: str = "basic",
+    accountant: Accountant = BASIC,
 ) -> Cost:
     """The typed cost of one run: K rounds of the mechanism at the split's (eps0, delta0) (basic:
     (eps_sel/K, delta/K)), then the noisy supports (pure eps_support). For K = 1 without
@@ -63,18 +63,18 @@ def run_cost(
     return split_of(spec, p, k, eps_support, accountant).cost(round_cost(spec, p))
 
 
-def round_cost(spec: registry.Spec, p: registry.Public) -> Callable[[Fraction, Fraction], Cost]:
+def round_cost(spec: registry.Spec, p: registry.Public) -> RoundCost:
     """The typed cost of one round at (eps0, delta0): the mechanism's own cost (public only)."""
     return lambda eps0, delta0: spec.charge(p.scaled(eps0, delta0))
 
 
 def split_of(
-    spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction, accountant: str
+    spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction, accountant: Accountant
 ) -> Split:
-    """How a run of K rounds at p's (eps_sel, delta) is split (dpfim.accounting.split): a
-    function of public parameters only, computed once per distinct request."""
-    if accountant == "basic":  # exact and cheap: never cached, never needs the extra
-        return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
+    """How a run of K rounds at p's (eps_sel, delta) is split (Accountant.split): a function of
+    public parameters only, computed once per distinct request."""
+    if accountant.exact:  # exact and cheap: never cached, never needs the extra
+        return accountant.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
     # a mechanism's cost reads (eps, delta) and the relation only: one search per request,
     # whether the universe and the record bound are known yet or not
     key = dataclasses.replace(p, universe_size=None, max_record_items=None)
@@ -82,9 +82,11 @@ def split_of(
 
 
 @functools.lru_cache(maxsize=64)
-def _split(name: str, p: registry.Public, k: int, eps_support: Fraction, accountant: str) -> Split:
+def _split(
+    name: str, p: registry.Public, k: int, eps_support: Fraction, accountant: Accountant
+) -> Split:
     spec = registry.get(name)
-    return accounting.split(round_cost(spec, p), k, p.eps, eps_support, p.delta, accountant)
+    return accountant.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,9 @@ class Options:
     # a rules run (dpfim/rules.py): the share of eps spent on the closure's noisy supports (and
     # n under add/remove); the selection gets the rest. None: not a rules run
     closure_share: Fraction | None = None
-    # how --top K splits the run's (eps, delta): basic (eps/K, delta/K) or tight (§20.4)
-    accountant: str = "basic"
+    # how --top K splits the run's (eps, delta): basic (eps/K, delta/K) or tight (§20.4); the
+    # object from dpfim.accountants (check_options looks the name up)
+    accountant: Accountant = BASIC
     # a rules run: "laplace" (the closure is pure eps_c) or "gaussian" (it spends (eps_c,
     # delta_c) with delta_c = delta * closure.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
     closure_noise: str = "laplace"
@@ -147,7 +150,7 @@ class Options:
         return shares(self.eps, self.supports, self.support_share)[1]
 
     def split(self, max_record_items: int | None = None) -> Split:
-        """How this run's (eps, delta) is split among its K rounds (dpfim.accounting.split)."""
+        """How this run's (eps, delta) is split among its K rounds (Accountant.split)."""
         p = self.public(None, max_record_items)
         spec = registry.get(self.mechanism)
         return split_of(spec, p, self.top, self.eps_support, self.accountant)
@@ -208,8 +211,7 @@ def check_options(
     accountant: how --top K splits (eps, delta): "basic" (eps/K, delta/K) or "tight"
     (docs/privacy.md §20.4; needs dp-accounting)."""
     max_record_items = check_record_cap(max_record_items)
-    if accountant not in ACCOUNTANTS:
-        raise ParameterError(f"--accountant must be basic or tight, got {accountant!r}")
+    acct = get_accountant(accountant)
     if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:
@@ -250,7 +252,7 @@ def check_options(
             raise ParameterError(
                 "--supports does not apply to rules: the closure's noisy supports are released"
             )
-        if accountant != "basic":
+        if not acct.exact:  # its ledger composes by exact sums
             raise ParameterError(
                 "dpfim rules splits its budget by basic composition: --accountant tight applies "
                 "to its --ledger only"
@@ -272,7 +274,7 @@ def check_options(
         share,
         max_record_items,
         closure,
-        accountant,
+        acct,
     )
     if closure is not None:
         noise = choose_noise(
@@ -293,7 +295,7 @@ def check_options(
     if spec.check is not None and (max_record_items is not None or not spec.needs_record_bound):
         # its proof's preconditions, at the (eps, delta) each selection round really gets
         spec.check(opts.round_public(None, max_record_items))
-    elif accountant == "tight":
+    elif acct.requires_extra:
         opts.split(max_record_items)  # a missing dp-accounting is a usage error now
     return opts
 
@@ -304,10 +306,8 @@ def none_hint(opts: Options, max_record_items: int | None = None) -> str:
     round_p = opts.round_public(None, max_record_items)
     sizes = "/".join(map(str, opts.all_sizes))
     hint = registry.none_hint(opts.mechanism, round_p, f"{sizes}-itemset")
-    if opts.top > 1 and opts.split(max_record_items).accountant == "basic":
-        hint += f" (with --top {opts.top} each round gets eps/{opts.top}, delta/{opts.top})"
-    elif opts.top > 1:
-        hint += f" (with --top {opts.top} and --accountant tight each round gets that eps)"
+    if opts.top > 1:
+        hint += opts.split(max_record_items).accountant.round_hint(opts.top)
     return hint
 
 

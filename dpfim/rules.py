@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpfim.accounting import amount, zcdp_rho_for
+from dpfim.accounting import Cost, amount, basic, zcdp_rho_for
 from dpfim.choices import DEFAULT_CLOSURE_SHARE, RULE_METRICS
 from dpfim.closure import (
     DEFAULT_NOISE,
@@ -491,16 +491,19 @@ def rules_fields(
 
 def rules_ledger(
     rel: Release,
-    opts_eps: Fraction,
+    cost: Cost,
     eps_closure: Fraction,
     neighbours: str,
     closure: Closure,
     delta_closure: Fraction = Fraction(0),
 ) -> dict[str, Any]:
     """The whole run's ledger: the selection (as the release states it) + the closure's
-    supports and n, once; consistency and rules are post-processing."""
+    supports and n, once; consistency and rules are post-processing. Its total is the run's
+    typed cost (Options.cost: the selection's rounds, then the closure), composed by basic
+    composition (a rules run splits its budget by basic, dpfim.request.check_options)."""
     sel = rel.ledger  # its top-level eps and delta are the selection's whole cost
-    sel_eps = opts_eps - eps_closure
+    total = basic([cost])
+    sel_eps = total.eps - eps_closure
     what = "noisy supports of the M itemsets of the downward closure of the selection"
     if neighbours == "add-remove":
         what += " and a noisy n (one more coordinate: n is private under add/remove)"
@@ -544,16 +547,15 @@ def rules_ledger(
             "delta": amount(Fraction(0)),
         },
     ]
-    total_delta = Fraction(sel["delta"]["exact"]) + delta_closure
     return {
         "neighbours": neighbours,
-        "eps": amount(opts_eps),
-        "delta": amount(total_delta),
+        "eps": amount(total.eps),
+        "delta": amount(total.delta),
         "composition": "basic sequential composition, exact rationals",
         "split": {
-            "selection": str(1 - eps_closure / opts_eps),
+            "selection": str(1 - eps_closure / total.eps),
             "closure supports" + (" and n" if neighbours == "add-remove" else ""): str(
-                eps_closure / opts_eps
+                eps_closure / total.eps
             ),
         },
         "steps": steps,

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpfim import accounting
+from dpfim.accountants import TIGHT
 from dpfim.accounting import Cost
 from dpfim.errors import ParameterError
 from dpfim.ledger import DatasetState
@@ -74,7 +75,7 @@ def cumulative(st: DatasetState) -> tuple[list[float], list[tuple[int, float]] |
 
 
 def _tight(costs: list[Cost], delta: Fraction) -> Fraction:
-    return accounting.compose(costs, "tight", delta=delta).eps
+    return TIGHT.compose(costs, delta=delta).eps
 
 
 def png(all_series: list[Series], title: str) -> bytes:
@@ -100,7 +101,7 @@ def png(all_series: list[Series], title: str) -> bytes:
                 markersize=3,
                 linestyle="--",
                 label=f"tight (eps at delta = {delta})"
-                + ("" if s.state.accountant == "tight" else ", information only"),
+                + ("" if s.state.accountant.needs_fixed_costs else ", information only"),
             )
         if s.state.budget_eps is not None:
             ax.axhline(
@@ -109,7 +110,7 @@ def png(all_series: list[Series], title: str) -> bytes:
                 linestyle=":",
                 label=f"budget eps = {accounting.exact_text(s.state.budget_eps)}",
             )
-        what = f"{s.name!r}: {s.state.runs} runs, accountant {s.state.accountant}"
+        what = f"{s.name!r}: {s.state.runs} runs, accountant {s.state.accountant.name}"
         ax.set_title(what, fontsize=10)
         ax.set_ylabel("cumulative epsilon")
         ax.set_ylim(bottom=0)

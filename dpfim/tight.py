@@ -1,7 +1,8 @@
-"""The `tight` accountant: the minimum over valid composition bounds, through dp-accounting.
+"""The `tight` composition: the minimum over valid composition bounds, through dp-accounting.
 
-Imported only when `tight` is chosen (dpfim.accounting.compose); dp-accounting is the optional
-extra `dpfim[accounting]`. Every conversion is derived in docs/privacy.md, "Tight accounting":
+Called by the tight accountant (dpfim.accountants.TIGHT); it imports dpfim.accounting's types
+only, and dp-accounting (the optional extra `dpfim[accounting]`) only when it computes. Every
+conversion is derived in docs/privacy.md, "Tight accounting":
 
 - basic composition (exact), when its delta fits;
 - PLD (privacy loss distributions, Koskela et al.; Google's dp-accounting, pessimistic

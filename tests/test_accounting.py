@@ -1,4 +1,4 @@
-"""dpfim.accounting: typed costs, one compose(), the basic and tight accountants (issue 20).
+"""dpfim.accounting: typed costs, one BASIC.compose(), the basic and tight accountants (issue 20).
 
 The tight accountant is checked against closed forms computed here independently in mpmath:
 the optimal composition of k identical (eps, delta) mechanisms (Kairouz, Oh, Viswanath 2015)
@@ -15,7 +15,8 @@ import mpmath
 import pytest
 
 from dpfim import accounting
-from dpfim.accounting import ApproxDP, BoundedRange, Cost, Neighbours, PureDP, compose
+from dpfim.accountants import BASIC, TIGHT
+from dpfim.accounting import ApproxDP, BoundedRange, Cost, Neighbours, PureDP
 from dpfim.errors import ParameterError
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.thresholds import paper_split
@@ -87,19 +88,19 @@ def test_tight_is_the_optimal_composition_and_never_below_it(
     k: int, eps: str, delta: str, target: str
 ) -> None:
     cost = Cost.of(ApproxDP(F(eps), F(delta)), AR, k)
-    got = compose([cost], "tight", delta=F(target))
+    got = TIGHT.compose([cost], delta=F(target))
     exact = kov_eps(k, float(F(eps)), float(F(delta)), float(F(target)))
     assert exact <= float(got.eps) <= exact * 1.002 + 2e-6
-    assert got.eps <= compose([cost]).eps  # never above basic
+    assert got.eps <= BASIC.compose([cost]).eps  # never above basic
 
 
 def test_the_issue_table() -> None:
     lmm_like = Cost.of(ApproxDP(F(1, 10), F(1, 10**9)), AR, 365)
     em = Cost.of(BoundedRange(F(1, 10)), AR, 365)
-    assert compose([lmm_like]).eps == F(73, 2)
-    t = compose([lmm_like], "tight", delta=D6)
+    assert BASIC.compose([lmm_like]).eps == F(73, 2)
+    t = TIGHT.compose([lmm_like], delta=D6)
     assert 10.48 <= float(t.eps) <= 10.5
-    t = compose([em], "tight", delta=D6)
+    t = TIGHT.compose([em], delta=D6)
     assert 4.95 <= float(t.eps) <= 5.5
     # the standard conversion alone: rho = 365 * 0.01/8, rho + 2 sqrt(rho ln 1e6) = 5.4775...
     standard = dict((how, e) for e, how in tight.zcdp_epsilons(F(365, 800), D6))
@@ -108,9 +109,9 @@ def test_the_issue_table() -> None:
         Cost.of(BoundedRange(F(1, 10)), AR, 182),
         Cost.of(ApproxDP(F(1, 10), F(1, 10**9)), AR, 183),
     ]
-    m = compose(mixed, "tight", delta=D6)
-    assert float(m.eps) < float(compose([lmm_like], "tight", delta=D6).eps)
-    assert m.eps < compose(mixed).eps
+    m = TIGHT.compose(mixed, delta=D6)
+    assert float(m.eps) < float(TIGHT.compose([lmm_like], delta=D6).eps)
+    assert m.eps < BASIC.compose(mixed).eps
 
 
 def rdp_reference(rho: float, delta: float) -> float:
@@ -149,10 +150,10 @@ def _sound(got: Fraction, k: int, eps: float, delta: float, target: float) -> bo
 @pytest.mark.slow
 def test_an_accountant_that_drops_delta_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     cost = Cost.of(ApproxDP(F(1, 10), F(2, 10**9)), AR, 365)
-    assert _sound(compose([cost], "tight", delta=D6).eps, 365, 0.1, 2e-9, 1e-6)
+    assert _sound(TIGHT.compose([cost], delta=D6).eps, 365, 0.1, 2e-9, 1e-6)
     monkeypatch.setattr(tight, "_pair", lambda m: (m.eps, F(0)))
     monkeypatch.setenv("DPFIM_NO_CACHE", "1")  # patched code: the kept result is not its own
-    assert not _sound(compose([cost], "tight", delta=D6).eps, 365, 0.1, 2e-9, 1e-6)
+    assert not _sound(TIGHT.compose([cost], delta=D6).eps, 365, 0.1, 2e-9, 1e-6)
 
 
 def test_an_accountant_that_composes_rho_as_a_max_is_caught(
@@ -160,10 +161,10 @@ def test_an_accountant_that_composes_rho_as_a_max_is_caught(
 ) -> None:
     em = Cost.of(BoundedRange(F(1, 10)), AR, 365)
     ref = rdp_reference(365 * 0.01 / 8, 1e-6)
-    assert float(compose([em], "tight", delta=D6).eps) >= ref - 1e-6
+    assert float(TIGHT.compose([em], delta=D6).eps) >= ref - 1e-6
     monkeypatch.setattr(tight, "rho_of", lambda ms: max(m.eps**2 / 8 for m in ms))
     monkeypatch.setenv("DPFIM_NO_CACHE", "1")  # patched code: the kept result is not its own
-    assert float(compose([em], "tight", delta=D6).eps) < ref - 1e-6
+    assert float(TIGHT.compose([em], delta=D6).eps) < ref - 1e-6
 
 
 @pytest.mark.slow
@@ -172,7 +173,7 @@ def test_per_step_lmm_entries_would_under_report() -> None:
     ledger (noisy max, search, selection with the whole delta) would give far less."""
     p = registry.Public(F(1, 10), F(1, 10**9), neighbours="add-remove")
     lmm = registry.get("lmm")
-    charged = compose([lmm.charge(p).times(365)], "tight", delta=D6)
+    charged = TIGHT.compose([lmm.charge(p).times(365)], delta=D6)
     assert 10.48 <= float(charged.eps) <= 10.5
     sp = paper_split(p.eps, p.delta)
     steps = [
@@ -180,7 +181,7 @@ def test_per_step_lmm_entries_would_under_report() -> None:
         Cost.of(PureDP(sp.alpha_s), AR, 365),
         Cost.of(ApproxDP(sp.alpha_a, sp.delta), AR, 365),
     ]
-    per_step = compose(steps, "tight", delta=D6)
+    per_step = TIGHT.compose(steps, delta=D6)
     assert not _sound(per_step.eps, 365, 0.1, 1e-9, 1e-6)
     assert _sound(charged.eps, 365, 0.1, 1e-9, 1e-6)
 
@@ -189,16 +190,16 @@ def test_relations_do_not_mix_and_basic_is_exact() -> None:
     a = Cost.of(PureDP(F(1, 3)), "replace")
     b = Cost.of(ApproxDP(F(1, 7), F(1, 10**6)), "add-remove", 2)
     with pytest.raises(ParameterError, match="do not compose"):
-        compose([a, b])
-    total = compose([a, Cost.of(ApproxDP(F(1, 7), F(1, 10**6)), "replace", 2)])
+        BASIC.compose([a, b])
+    total = BASIC.compose([a, Cost.of(ApproxDP(F(1, 7), F(1, 10**6)), "replace", 2)])
     assert (total.eps, total.delta) == (F(1, 3) + F(2, 7), F(2, 10**6))
 
 
 def test_infeasible_delta_is_refused() -> None:
     cost = Cost.of(ApproxDP(F(1, 10), F(1, 10**8)), AR, 365)
     with pytest.raises(accounting.InfeasibleError):
-        compose([cost], "tight", delta=F(1, 10**6))
-    assert not accounting.fits([cost], "tight", F(100), F(1, 10**6))
+        TIGHT.compose([cost], delta=F(1, 10**6))
+    assert not TIGHT.fits([cost], F(100), F(1, 10**6))
 
 
 def test_a_cost_survives_json() -> None:

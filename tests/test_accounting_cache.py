@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from dpfim import accounting, accounting_cache, ledger, tight
-from dpfim.accounting import ApproxDP, BoundedRange, Cost, InfeasibleError, PureDP, split
+from dpfim.accountants import TIGHT
+from dpfim.accounting import ApproxDP, BoundedRange, Cost, InfeasibleError, PureDP
 
 pytest.importorskip("dp_accounting")
 
@@ -48,7 +49,7 @@ def computed(costs: list[Cost], delta: F) -> accounting.Total | str:
 
 def composed(costs: list[Cost], delta: F) -> accounting.Total | str:
     try:
-        return accounting.compose(costs, "tight", delta=delta)
+        return TIGHT.compose(costs, delta=delta)
     except InfeasibleError as exc:
         return str(exc)
 
@@ -86,10 +87,10 @@ def test_every_top_k_split_is_the_computed_one(monkeypatch: pytest.MonkeyPatch) 
 
     cases = [(per_round, 5, F(1), F(0)), (per_round, 3, F(1), F(1, 4)), (bounded, 10, F(1), F(0))]
     monkeypatch.setenv("DPFIM_NO_CACHE", "1")
-    expected = [split(rc, k, e, s, D6, "tight") for rc, k, e, s in cases]
+    expected = [TIGHT.split(rc, k, e, s, D6) for rc, k, e, s in cases]
     monkeypatch.delenv("DPFIM_NO_CACHE")
     for _ in range(2):
-        assert [split(rc, k, e, s, D6, "tight") for rc, k, e, s in cases] == expected
+        assert [TIGHT.split(rc, k, e, s, D6) for rc, k, e, s in cases] == expected
         accounting_cache.clear_memory()
 
 
@@ -171,10 +172,11 @@ SCRIPT = """
 import json, sys
 from fractions import Fraction as F
 from dpfim import accounting, ledger
+from dpfim.accountants import TIGHT
 from dpfim.accounting import ApproxDP, Cost
 cost = Cost.of(ApproxDP(F(1, 20), F(1, 10**9)), "add-remove")
-total = accounting.compose([cost] * 40, "tight", delta=F(1, 10**6))
-st = ledger.DatasetState(F(3), F(1, 10**6), "tight", costs=[cost] * 40, per_run=cost)
+total = TIGHT.compose([cost] * 40, delta=F(1, 10**6))
+st = ledger.DatasetState(F(3), F(1, 10**6), TIGHT, costs=[cost] * 40, per_run=cost)
 left = st.runs_left()
 print(json.dumps([str(total.eps), total.accountant, left, "dp_accounting" in sys.modules]))
 """
@@ -214,5 +216,5 @@ def _probing(st: ledger.DatasetState) -> int:
 def test_runs_left_from_the_kept_capacity_is_what_probing_gives(
     per_run: Cost, budget: F, runs: int
 ) -> None:
-    st = ledger.DatasetState(budget, D6, "tight", costs=[per_run] * runs, per_run=per_run)
+    st = ledger.DatasetState(budget, D6, TIGHT, costs=[per_run] * runs, per_run=per_run)
     assert st.runs_left() == _probing(st)

@@ -18,6 +18,7 @@ import pytest
 from cli_run import run
 
 from dpfim import accounting, ledger
+from dpfim.accountants import BASIC, TIGHT
 from dpfim.accounting import ApproxDP, BoundedRange, Cost
 from dpfim.errors import BudgetError, ParameterError
 
@@ -37,11 +38,11 @@ def data(tmp_path: Path) -> Path:
 def budget_for(cost: Cost, k: int) -> str:
     """A decimal budget eps (6 significant digits, rounded up) that k runs of cost fit and
     k + 1 do not, at B_DELTA under tight composition."""
-    exact = accounting.compose([cost.times(k)], "tight", delta=B_DELTA).eps
+    exact = TIGHT.compose([cost.times(k)], delta=B_DELTA).eps
     dec = Decimal(exact.numerator) / Decimal(exact.denominator)
     text = format(dec.quantize(Decimal("0.000001"), rounding=ROUND_CEILING), "f")
-    assert accounting.fits([cost.times(k)], "tight", Fraction(text), B_DELTA)
-    assert not accounting.fits([cost.times(k + 1)], "tight", Fraction(text), B_DELTA)
+    assert TIGHT.fits([cost.times(k)], Fraction(text), B_DELTA)
+    assert not TIGHT.fits([cost.times(k + 1)], Fraction(text), B_DELTA)
     return text
 
 
@@ -77,7 +78,7 @@ def test_the_first_run_fixes_the_cost_and_exactly_the_runs_that_fit_are_spent(
     assert first["accountant"] == "tight"
     assert first["per_run"] == {"neighbours": "replace", "cost": RUN.to_json()}
     st = ledger.load(str(path))["orders"]
-    assert (st.runs, st.per_run, st.accountant) == (5, RUN, "tight")
+    assert (st.runs, st.per_run, st.accountant) == (5, RUN, TIGHT)
     assert ledger.verify(str(path)) == 6
 
 
@@ -247,7 +248,7 @@ def test_ledger_create_fixes_the_cost_before_the_first_run(tmp_path: Path, data:
     assert code == 0, err
     assert "created data set 'orders'" in out and "3 more runs of its fixed cost fit" in out
     st = ledger.load(str(path))["orders"]
-    assert (st.runs, st.per_run, st.accountant) == (0, RUN, "tight")
+    assert (st.runs, st.per_run, st.accountant) == (0, RUN, TIGHT)
     code, out, err = run([*base, "--budget-eps", "5", *tight])
     assert code == 2 and "created once" in err
     assert _mine(data, path, "-q", "--eps", "0.3")[0] == 2  # not the fixed cost
@@ -266,7 +267,7 @@ def test_ledger_create_of_a_basic_data_set_takes_no_run_options(tmp_path: Path) 
     code, _, err = run([*base, "--budget-delta", "1e-6"])
     assert code == 0, err
     st = ledger.load(str(path))["orders"]
-    assert (st.budget_eps, st.accountant, st.per_run, st.runs) == (1, "basic", None, 0)
+    assert (st.budget_eps, st.accountant, st.per_run, st.runs) == (1, BASIC, None, 0)
 
 
 def test_show_of_a_tight_data_set_without_dp_accounting_says_what_to_install(

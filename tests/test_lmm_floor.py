@@ -173,7 +173,7 @@ def _offset_law(q: Any, side: int = 1) -> list[tuple[int, Any]]:
 
 
 def _search_law(
-    counts: list[int], sp: lf.FloorSplit, tested: list[int], ts: dict[int, int], side: int = 1
+    counts: list[int], sp: lf.FloorShares, tested: list[int], ts: dict[int, int], side: int = 1
 ) -> dict[Any, Any]:
     srt = sorted(counts, reverse=True) + [0] * (max(tested, default=1) + 2)
     q2 = _q(sp.eps2)
@@ -322,7 +322,7 @@ def _selection_law(counts: list[int], ell: int, a: Any, delta: Any) -> list[Any]
     return [w / z for w in weights] + [w_none / z]
 
 
-def _full_law(counts: list[int], sp: lf.FloorSplit, delta: Any, a_bot: Any = None) -> list[Any]:
+def _full_law(counts: list[int], sp: lf.FloorShares, delta: Any, a_bot: Any = None) -> list[Any]:
     """The law of (l, selected index or none): lmm-floor end to end, default rank 1."""
     search = _search_law(counts, sp, TESTED, THRESHOLDS)
     a_pass = mpmath.mpf(sp.alpha.numerator) / sp.alpha.denominator

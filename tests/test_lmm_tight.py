@@ -59,7 +59,7 @@ def test_split_is_exact_and_sums_to_eps() -> None:
     # every output spends at most eps: l = 1: eps1 + (alpha + eps2); l >= 2: eps1 + eps2 + alpha
     assert sp.eps1 + sp.alpha_at(0) == 1 and sp.eps1 + sp.eps2 + sp.alpha_at(1) == 1
     with pytest.raises(ValueError):
-        lt.TightSplit(Fraction(0), Fraction(1), Fraction(1), Fraction(1, 2))
+        lt.TightShares(Fraction(0), Fraction(1), Fraction(1), Fraction(1, 2))
 
 
 @pytest.mark.parametrize(
@@ -456,7 +456,7 @@ def _dlap_cdf(x: int, q: Any) -> Any:
     return q ** (-x) / (1 + q)
 
 
-def _search_law(counts: list[int], sp: lt.TightSplit, last: int) -> dict[Any, Any]:
+def _search_law(counts: list[int], sp: lt.TightShares, last: int) -> dict[Any, Any]:
     """Exact law of the search's output (grid rank or "inf"), summing over G (|G| <= 300)."""
     srt = sorted(counts, reverse=True) + [0] * (last + 2)
     q1 = mpmath.exp(-mpmath.mpf(sp.eps1.numerator) / sp.eps1.denominator)

@@ -11,6 +11,7 @@ import pytest
 from cli_run import run
 
 from dpfim import accounting, plan
+from dpfim.accountants import get_accountant
 
 BUDGET = ["--budget-eps", "2", "--budget-delta", "1e-6", "--runs", "365"]
 
@@ -33,8 +34,9 @@ def _rechecked(result: dict[str, Any], **kw: Any) -> None:
     )
     best = Fraction(result["per_run_eps_exact"])
     budget = (Fraction(2), Fraction(1, 10**6))
-    assert plan._fits(opts, best, 365, result["accountant"], budget)
-    assert not plan._fits(opts, best + plan._unit(best), 365, result["accountant"], budget)
+    acct = get_accountant(result["accountant"])
+    assert plan._fits(opts, best, 365, acct, budget)
+    assert not plan._fits(opts, best + plan._unit(best), 365, acct, budget)
 
 
 def test_basic_is_the_budget_over_n_rounded_down() -> None:

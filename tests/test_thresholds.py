@@ -38,7 +38,7 @@ import mpmath
 import pytest
 
 from dpfim.mechanisms.thresholds import (
-    Split,
+    MarginShares,
     gap_split,
     paper_split,
     tau,
@@ -84,7 +84,7 @@ HAND_IDS = [
 ]
 
 
-def tau_reference(ell: int, split: Split, *, discrete: bool = True) -> mpmath.mpf:
+def tau_reference(ell: int, split: MarginShares, *, discrete: bool = True) -> mpmath.mpf:
     """tau(l) from the SPEC formulas at 40 digits, from the split's exact rationals: an oracle
     independent of thresholds.tau (checked against the hand-computed literals below)."""
     with mpmath.workdps(40):
@@ -127,7 +127,7 @@ def test_tau_one_term_by_term_matches_the_docstring_arithmetic() -> None:
 
 @pytest.mark.parametrize(("split", "ell", "continuous", "discrete", "_t"), HAND, ids=HAND_IDS)
 def test_tau_matches_hand_computed_values(
-    split: Split, ell: int, continuous: float, discrete: float, _t: int
+    split: MarginShares, ell: int, continuous: float, discrete: float, _t: int
 ) -> None:
     assert tau(ell, split, discrete=False) == pytest.approx(continuous, rel=1e-12)
     assert tau(ell, split, discrete=True) == pytest.approx(discrete, rel=1e-12)
@@ -136,7 +136,7 @@ def test_tau_matches_hand_computed_values(
 
 @pytest.mark.parametrize(("split", "ell", "continuous", "discrete", "_t"), HAND, ids=HAND_IDS)
 def test_reference_oracle_matches_the_literals(
-    split: Split, ell: int, continuous: float, discrete: float, _t: int
+    split: MarginShares, ell: int, continuous: float, discrete: float, _t: int
 ) -> None:
     assert float(tau_reference(ell, split, discrete=False)) == pytest.approx(continuous, rel=1e-15)
     assert float(tau_reference(ell, split)) == pytest.approx(discrete, rel=1e-15)
@@ -191,7 +191,7 @@ def test_tau_is_strictly_increasing_and_needs_a_positive_rank() -> None:
     [(E1, D6), (E01, D9), (E2, D9), (Fraction(7, 3), D6), (Fraction(1, 1000), Fraction(99, 100))],
 )
 def test_split_sums_exactly_to_eps_and_delta(
-    make: Callable[[Fraction, Fraction], Split], eps: Fraction, delta: Fraction
+    make: Callable[[Fraction, Fraction], MarginShares], eps: Fraction, delta: Fraction
 ) -> None:
     split = make(eps, delta)
     assert split.alpha_m + split.alpha_s + split.alpha_a == eps
@@ -220,15 +220,15 @@ def test_split_parts_are_the_specs(eps: Fraction, delta: Fraction) -> None:
 def test_split_refuses_inconsistent_parts() -> None:
     one, zero = Fraction(1), Fraction(0)
     with pytest.raises(ValueError):  # delta_m without a max estimate
-        Split(zero, one, one, Fraction(1, 10), one, one)
+        MarginShares(zero, one, one, Fraction(1, 10), one, one)
     with pytest.raises(ValueError):  # a max estimate without delta_m
-        Split(one, one, one, zero, one, one)
+        MarginShares(one, one, one, zero, one, one)
     with pytest.raises(ValueError):  # no search budget
-        Split(one, zero, one, one, one, one)
+        MarginShares(one, zero, one, one, one, one)
     with pytest.raises(ValueError):  # no selection budget
-        Split(one, one, zero, one, one, one)
+        MarginShares(one, one, zero, one, one, one)
     with pytest.raises(ValueError):  # no selection leak
-        Split(one, one, one, one, one, zero)
+        MarginShares(one, one, one, one, one, zero)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_split_refuses_inconsistent_parts() -> None:
 
 @pytest.mark.parametrize(("split", "ell", "_c", "discrete", "t"), HAND, ids=HAND_IDS)
 def test_integer_threshold_at_hand_computed_points(
-    split: Split, ell: int, _c: float, discrete: float, t: int
+    split: MarginShares, ell: int, _c: float, discrete: float, t: int
 ) -> None:
     assert threshold(ell, split) == t
     # For integers x the test x > T(l) is the test x > tau(l): T(l) = floor(tau(l)) here (no
@@ -253,7 +253,7 @@ def _ranks(rng: random.Random) -> list[int]:
 @pytest.mark.parametrize(
     "split", [paper_split(E1, D6), gap_split(E1, D6), paper_split(E01, D9), gap_split(E2, D9)]
 )
-def test_integer_threshold_is_rounded_up_but_not_far(split: Split) -> None:
+def test_integer_threshold_is_rounded_up_but_not_far(split: MarginShares) -> None:
     """Validity: T(l) + 1 > tau(l), i.e. an integer passing x > T(l) also passes x > tau(l)
     (T itself may sit below tau: T(1) = 429 < 429.48). Tightness: T(l) <= tau(l) + 1e-6."""
     for ell in _ranks(random.Random(1)):
@@ -278,7 +278,7 @@ def _check_partition(runs: list[tuple[int, int, int]], start: int, stop: int) ->
 
 @pytest.mark.parametrize("split", [paper_split(E1, D6), gap_split(E1, D6), gap_split(E01, D9)])
 @pytest.mark.slow
-def test_threshold_runs_partition_exhaustively_up_to_5000(split: Split) -> None:
+def test_threshold_runs_partition_exhaustively_up_to_5000(split: MarginShares) -> None:
     runs = list(threshold_runs(split, 1, 5000))
     _check_partition(runs, 1, 5000)
     for first, last, t in runs:
@@ -289,7 +289,7 @@ def test_threshold_runs_partition_exhaustively_up_to_5000(split: Split) -> None:
 
 
 @pytest.mark.parametrize("split", [paper_split(E1, D6), gap_split(E1, D6), paper_split(E2, D9)])
-def test_threshold_runs_cover_random_ranks_up_to_2_40(split: Split) -> None:
+def test_threshold_runs_cover_random_ranks_up_to_2_40(split: MarginShares) -> None:
     runs: list[tuple[int, int, int]] = []
     for run in threshold_runs(split):  # the cached, unbounded runs the search uses
         runs.append(run)
@@ -311,7 +311,7 @@ def test_threshold_runs_cover_random_ranks_up_to_2_40(split: Split) -> None:
 
 def test_threshold_runs_are_a_function_of_the_split_only() -> None:
     """Data independence: the runs depend on (eps, delta) through the split and nothing else;
-    recomputing, from an equal but distinct Split object, bounded or cached, gives the same."""
+    recomputing, from equal but distinct MarginShares, bounded or cached, gives the same."""
     a, b = gap_split(E1, D6), gap_split(Fraction(10, 10), Fraction(2, 2 * 10**6))
     assert a == b and a is not b
     cached = []

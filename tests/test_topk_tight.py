@@ -17,6 +17,7 @@ from cli_run import run
 from test_accounting import kov_delta
 
 from dpfim import accounting, ledger, tight
+from dpfim.accountants import BASIC, TIGHT
 from dpfim.mechanisms import registry
 from dpfim.request import check_options
 
@@ -72,16 +73,16 @@ def test_em_top_50_meets_the_issue_target_between_its_closed_forms() -> None:
     opts, sp = split_of("em", 50, neighbours="add-remove")
     low, high = em_limits(50, 1.0, 1e-6)
     assert low == pytest.approx(0.05293, abs=1e-4)  # issue 20's 0.0529 (standard conversion)
-    assert sp.accountant == "tight" and 0.052 <= low <= float(sp.eps0) <= high
+    assert sp.accountant is TIGHT and 0.052 <= low <= float(sp.eps0) <= high
     assert float(sp.eps0) >= 0.9999 * high  # the library's finite orders cost nothing here
     assert sp.eps0 == F(accounting.exact_text(sp.eps0))  # an exact decimal
     assert len(accounting.exact_text(sp.eps0).lstrip("0.")) <= accounting.SIGNIFICANT
     # re-checked after rounding: the run's cost fits (eps, delta), one more unit does not
-    assert accounting.fits([opts.cost()], "tight", F(1), D6)
+    assert TIGHT.fits([opts.cost()], F(1), D6)
     bigger = accounting.Split("tight", 50, sp.eps0 + accounting.unit(sp.eps0), sp.delta0, F(0), "")
     rc = registry.get("em").charge
     p = opts.public(None, None)
-    assert not accounting.fits([bigger.cost(lambda e, d: rc(p.scaled(e, d)))], "tight", F(1), D6)
+    assert not TIGHT.fits([bigger.cost(lambda e, d: rc(p.scaled(e, d)))], F(1), D6)
 
 
 def test_em_under_replace_neighbours_is_the_same_split() -> None:
@@ -96,13 +97,8 @@ def test_a_splitter_that_charges_one_round_of_rho_is_caught(
     per-round eps above the continuous RDP limit: the check above fails."""
     _, high = em_limits(10, 1.0, 1e-6)
     monkeypatch.setattr(tight, "rho_of", lambda ms: max(m.eps**2 / 8 for m in ms))
-    sp = accounting.split(
-        lambda e, d: accounting.Cost.of(accounting.BoundedRange(e), "replace"),
-        10,
-        F(1),
-        F(0),
-        D6,
-        "tight",
+    sp = TIGHT.split(
+        lambda e, d: accounting.Cost.of(accounting.BoundedRange(e), "replace"), 10, F(1), F(0), D6
     )
     assert float(sp.eps0) > high
 
@@ -116,7 +112,7 @@ def test_pure_rounds_spend_delta_and_match_the_optimal_composition() -> None:
     assert e0 > 0.1  # basic: 1/10
     assert kov_delta(k, e0, 0.0, 1.0) <= 1e-6
     assert kov_delta(k, e0 * 1.001, 0.0, 1.0) > 1e-6  # the largest, to the PLD grid's slack
-    total = accounting.compose([opts.cost()], "tight", delta=D6)
+    total = TIGHT.compose([opts.cost()], delta=D6)
     assert total.eps <= 1 and total.delta == D6  # the run is charged delta
 
 
@@ -138,31 +134,26 @@ def test_generic_rounds_split_delta_and_match_the_optimal_composition() -> None:
 def test_a_splitter_that_drops_delta0_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     k = 10
     monkeypatch.setattr(tight, "_pair", lambda m: (m.eps, F(0)))
-    sp = accounting.split(
-        lambda e, d: accounting.Cost.of(accounting.ApproxDP(e, d), "replace"),
-        k,
-        F(1),
-        F(0),
-        D6,
-        "tight",
+    sp = TIGHT.split(
+        lambda e, d: accounting.Cost.of(accounting.ApproxDP(e, d), "replace"), k, F(1), F(0), D6
     )
     assert float(kov_delta(k, float(sp.eps0), float(sp.delta0), 1.0)) > 1e-6
 
 
 def test_basic_is_kept_where_tight_is_not_better_and_one_round_is_not_split() -> None:
     round_cost = lambda e, d: accounting.Cost.of(accounting.PureDP(e), "replace")  # noqa: E731
-    one = accounting.split(round_cost, 1, F(1), F(0), D6, "tight")
+    one = TIGHT.split(round_cost, 1, F(1), F(0), D6)
     assert (one.eps0, one.delta0) == (F(1), D6)
-    two = accounting.split(round_cost, 2, F(1), F(0), F(1, 10**12), "tight")
+    two = TIGHT.split(round_cost, 2, F(1), F(0), F(1, 10**12))
     assert two.eps0 >= F(1, 2)  # never below basic
-    basic = accounting.split(round_cost, 7, F(1), F(0), D6)
-    assert (basic.eps0, basic.delta0, basic.accountant) == (F(1, 7), D6 / 7, "basic")
+    basic = BASIC.split(round_cost, 7, F(1), F(0), D6)
+    assert (basic.eps0, basic.delta0, basic.accountant) == (F(1, 7), D6 / 7, BASIC)
 
 
 def test_supports_are_composed_with_the_rounds() -> None:
     opts, sp = split_of("em", 10, supports=True)
     assert sp.eps_support == F(1, 4) and sp.eps0 > F(3, 40)
-    total = accounting.compose([opts.cost()], "tight", delta=D6)
+    total = TIGHT.compose([opts.cost()], delta=D6)
     assert total.eps <= 1
     parts = dict((type(m).__name__, c) for m, c in opts.cost().parts)
     assert parts == {"BoundedRange": 10, "PureDP": 1}
@@ -170,7 +161,7 @@ def test_supports_are_composed_with_the_rounds() -> None:
 
 def test_choosing_s_proof_conditions_are_checked_at_the_tight_round() -> None:
     _, sp = split_of("choosing", 5, max_record_items=8)
-    assert sp.accountant == "tight" and sp.eps0 > F(1, 5)
+    assert sp.accountant is TIGHT and sp.eps0 > F(1, 5)
 
 
 # --- the CLI ---------------------------------------------------------------------------------
@@ -276,5 +267,5 @@ def test_a_tight_plan_splits_top_k_as_the_runs_will() -> None:
     )
     per_run = F(out["per_run_eps_exact"])
     opts, sp = split_of("em", 5, eps=out["per_run_eps_exact"], neighbours="add-remove")
-    assert sp.accountant == "tight" and sp.eps0 > per_run / 5
-    assert accounting.fits([opts.cost().times(20)], "tight", F(2), D6)
+    assert sp.accountant is TIGHT and sp.eps0 > per_run / 5
+    assert TIGHT.fits([opts.cost().times(20)], F(2), D6)

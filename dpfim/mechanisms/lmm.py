@@ -23,7 +23,7 @@ from dpfim.accounting import ApproxDP, amount
 from dpfim.mechanisms.base import BOTH, Mechanism, Outcome, Public, RankedCounts, VectorCounts
 from dpfim.mechanisms.search import first_pass
 from dpfim.mechanisms.selection import pick_member, select_count
-from dpfim.mechanisms.thresholds import Split, paper_split, threshold
+from dpfim.mechanisms.thresholds import MarginShares, paper_split, threshold
 from dpfim.params import DEFAULT_ELL_MAX, check_delta, check_ell_max, check_eps
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource, resolve
@@ -33,7 +33,7 @@ NAME = "lmm"
 
 def run(
     counts: RankedCounts,
-    split: Split,
+    split: MarginShares,
     rng: RandomSource,
     *,
     ell_max: int = DEFAULT_ELL_MAX,
@@ -57,7 +57,7 @@ def run(
 def _search_and_select(
     base: int,
     counts: RankedCounts,
-    split: Split,
+    split: MarginShares,
     rng: RandomSource,
     ell_max: int,
     universe_size: int | None,
@@ -104,7 +104,7 @@ def select(
 # --- the mechanism object (lmm-gap reuses the ledger, extra parameters and hint) --------------
 
 
-def margin_ledger(split: Split, neighbours: str, *, with_max: bool) -> dict[str, Any]:
+def margin_ledger(split: MarginShares, neighbours: str, *, with_max: bool) -> dict[str, Any]:
     """The ledger of lmm (with_max) or lmm-gap: per-step epsilons and where delta comes from.
 
     Descriptive: the run is charged its one (eps, delta) pair (ApproxDP), never the per-step
@@ -156,7 +156,7 @@ def margin_ledger(split: Split, neighbours: str, *, with_max: bool) -> dict[str,
     }
 
 
-def margin_extra(split: Split, p: Public) -> dict[str, Any]:
+def margin_extra(split: MarginShares, p: Public) -> dict[str, Any]:
     return {
         "ell_max": p.ell_max,
         "split": {
@@ -170,14 +170,14 @@ def margin_extra(split: Split, p: Public) -> dict[str, Any]:
     }
 
 
-def margin_hint(name: str, split: Split) -> str:
+def margin_hint(name: str, split: MarginShares) -> str:
     return (
         f"{name} certifies a winner only when its support leads the runner-up's by more than "
         f"about {threshold(1, split)} records (plus noise)"
     )
 
 
-def margin_cost(split: Split) -> ApproxDP:
+def margin_cost(split: MarginShares) -> ApproxDP:
     """The run-level pair (split.eps, split.delta): one generic (eps, delta) cost."""
     return ApproxDP(split.eps, split.delta)
 

@@ -79,8 +79,9 @@ TOP_RANK = 1 << 12
 
 
 @dataclass(frozen=True)
-class FloorSplit:
-    """eps = eps1 + eps2 + alpha (exact rationals); delta: the selection's leak."""
+class FloorShares:
+    """One round's eps shared among lmm-floor's steps: eps = eps1 + eps2 + alpha (exact
+    rationals); delta: the selection's leak. (A run's division among rounds: accounting.Split.)"""
 
     eps1: Fraction
     eps2: Fraction
@@ -111,11 +112,11 @@ def make_split(
     delta: Fraction,
     eps1: Fraction | None = None,
     eps2: Fraction | None = None,
-) -> FloorSplit:
+) -> FloorShares:
     """eps1 = min(eps/50, 1/100), eps2 = eps/50 (or as given), alpha = the rest."""
     e1 = min(EPS1_SHARE * eps, EPS1_CAP) if eps1 is None else eps1
     e2 = EPS2_SHARE * eps if eps2 is None else eps2
-    return FloorSplit(e1, e2, eps - e1 - e2, delta)
+    return FloorShares(e1, e2, eps - e1 - e2, delta)
 
 
 def ranks(default_rank: int, last_rank: int) -> list[int]:
@@ -126,7 +127,7 @@ def ranks(default_rank: int, last_rank: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def threshold(rank: int, split: FloorSplit, kappa: Fraction | None = None) -> int:
+def threshold(rank: int, split: FloorShares, kappa: Fraction | None = None) -> int:
     """T(l) = ceil(1 + (ln(l/delta) + ln ODDS)/alpha + kappa/eps2), kappa = split.kappa unless
     given, rounded up with the margin of docs/privacy.md §4. Utility only (§22.1)."""
     k = split.kappa if kappa is None else kappa
@@ -161,7 +162,7 @@ def run(
 
 def run_split(
     counts: RankedCounts,
-    split: FloorSplit,
+    split: FloorShares,
     rng: RandomSource,
     *,
     default_rank: int = DEFAULT_RANK,
@@ -234,7 +235,7 @@ def steps(eps: Fraction, delta: Fraction, default_rank: int) -> Steps:
     )
 
 
-def split_params(split: FloorSplit) -> dict[str, str]:
+def split_params(split: FloorShares) -> dict[str, str]:
     """The split as exact rationals, for the result's params."""
     return {
         "eps1_offset": str(split.eps1),

@@ -20,7 +20,7 @@ from dpfim.mechanisms.lmm import (
     margin_hint,
     margin_ledger,
 )
-from dpfim.mechanisms.thresholds import Split, gap_split
+from dpfim.mechanisms.thresholds import MarginShares, gap_split
 from dpfim.params import DEFAULT_ELL_MAX
 from dpfim.samplers.laplace import discrete_laplace
 from dpfim.samplers.rng import RandomSource
@@ -30,7 +30,7 @@ NAME = "lmm-gap"
 
 def run(
     counts: RankedCounts,
-    split: Split,
+    split: MarginShares,
     rng: RandomSource,
     *,
     ell_max: int = DEFAULT_ELL_MAX,

@@ -80,8 +80,9 @@ def share(rule: tuple[Fraction, Fraction], eps: Fraction) -> Fraction:
 
 
 @dataclass(frozen=True)
-class TightSplit:
-    """eps = eps1 + eps2 + alpha_a (exact rationals); delta: the selection's leak."""
+class TightShares:
+    """One round's eps shared among lmm-tight's steps: eps = eps1 + eps2 + alpha_a (exact
+    rationals); delta: the selection's leak. (A run's division among rounds: accounting.Split.)"""
 
     eps1: Fraction
     eps2: Fraction
@@ -106,15 +107,15 @@ def make_split(
     delta: Fraction,
     eps1_share: Fraction | None = None,
     eps2_share: Fraction | None = None,
-) -> TightSplit:
+) -> TightShares:
     """eps1 = eps1_share * eps, eps2 = eps2_share * eps (default: the rules EPS1_SHARE and
     EPS2_SHARE at this eps), alpha = the rest."""
     x1 = share(EPS1_SHARE, eps) if eps1_share is None else eps1_share
     x2 = share(EPS2_SHARE, eps) if eps2_share is None else eps2_share
-    return TightSplit(x1 * eps, x2 * eps, (1 - x1 - x2) * eps, delta)
+    return TightShares(x1 * eps, x2 * eps, (1 - x1 - x2) * eps, delta)
 
 
-def default_split(eps: Fraction, delta: Fraction) -> TightSplit:
+def default_split(eps: Fraction, delta: Fraction) -> TightShares:
     return make_split(eps, delta)
 
 
@@ -129,7 +130,7 @@ def kappa_at(j: int, kappa: tuple[int, ...] = KAPPA) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def threshold(j: int, split: TightSplit, kappa: tuple[int, ...] = KAPPA) -> int:
+def threshold(j: int, split: TightShares, kappa: tuple[int, ...] = KAPPA) -> int:
     """T_j = ceil(1 + (ln(2^j / delta) + ln ODDS) / a_j + kappa_j s_j), a_j = split.alpha_at(j),
     s_0 = 1/eps1 and s_j = 1/eps1 + 1/eps2 (the search noise scales at rank 2^j),
     kappa_j = kappa_at(j, kappa).
@@ -163,7 +164,7 @@ def run(
 
 def run_split(
     counts: RankedCounts,
-    split: TightSplit,
+    split: TightShares,
     rng: RandomSource,
     *,
     ell_max: int = DEFAULT_ELL_MAX,
@@ -244,7 +245,7 @@ def none_hint(eps: Fraction, delta: Fraction, size: int) -> str:
     )
 
 
-def split_params(split: TightSplit) -> dict[str, str]:
+def split_params(split: TightShares) -> dict[str, str]:
     """The split as exact rationals, for the result's params."""
     return {
         "eps1_offset": str(split.eps1),

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfim.mechanisms.base import RankedCounts
-from dpfim.mechanisms.thresholds import Split, tau, threshold_runs
+from dpfim.mechanisms.thresholds import MarginShares, tau, threshold_runs
 from dpfim.samplers import interval as iv
 from dpfim.samplers.lazy import LazyUniform
 from dpfim.samplers.rng import RandomSource
@@ -68,7 +68,7 @@ def _hazards(scale: Fraction, prec: int) -> _Hazards:
 
 
 def first_pass(
-    base: int, split: Split, counts: RankedCounts, last_rank: int, rng: RandomSource
+    base: int, split: MarginShares, counts: RankedCounts, last_rank: int, rng: RandomSource
 ) -> int | None:
     """The first rank l <= last_rank that passes the margin test, or None if none does.
 
@@ -87,7 +87,7 @@ def first_pass(
 
 def _walk(
     base: int,
-    split: Split,
+    split: MarginShares,
     counts: RankedCounts,
     last_rank: int,
     e: iv.Interval,
@@ -139,7 +139,7 @@ def _walk(
 
 
 def _tail_below(
-    a: int, base: int, lam_sum: iv.Interval, e: iv.Interval, split: Split, hz: _Hazards
+    a: int, base: int, lam_sum: iv.Interval, e: iv.Interval, split: MarginShares, hz: _Hazards
 ) -> bool:
     """Certify that no rank >= a can pass: lam_sum + (hazard of all ranks >= a) < E.
 

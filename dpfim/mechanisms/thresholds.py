@@ -18,8 +18,9 @@ _NUDGE = 2.0**-40
 
 
 @dataclass(frozen=True)
-class Split:
-    """How (eps, delta) is shared between the steps.
+class MarginShares:
+    """How one round's (eps, delta) is shared between the margin mechanism's own steps (its
+    shares; a run's division among its K rounds is accounting.Split).
 
     alpha_m: max estimate (0 for lmm-gap, which has none); alpha_s: margin search;
     alpha_a: selection. delta_m, delta_s: certification failure of the max estimate and the
@@ -71,21 +72,21 @@ class Split:
         return 1 / self.alpha_m
 
 
-def paper_split(eps: Fraction, delta: Fraction) -> Split:
+def paper_split(eps: Fraction, delta: Fraction) -> MarginShares:
     """The paper's split: alpha/3 to each step; delta_m = delta_s = delta/3,
     beta = delta * exp(-2 alpha/3) / 3, so the selection leaks beta * exp(2 alpha/3) = delta/3."""
     third = eps / 3
-    return Split(third, third, third, delta / 3, delta / 3, delta / 3)
+    return MarginShares(third, third, third, delta / 3, delta / 3, delta / 3)
 
 
-def gap_split(eps: Fraction, delta: Fraction) -> Split:
+def gap_split(eps: Fraction, delta: Fraction) -> MarginShares:
     """lmm-gap (SPEC §2b): alpha_s = 2 alpha/3, alpha_a = alpha/3, delta_s = delta/2,
     beta = delta * exp(-alpha_s) / 2."""
-    return Split(Fraction(0), 2 * eps / 3, eps / 3, Fraction(0), delta / 2, delta / 2)
+    return MarginShares(Fraction(0), 2 * eps / 3, eps / 3, Fraction(0), delta / 2, delta / 2)
 
 
 @functools.lru_cache(maxsize=4096)
-def tau(ell: int, split: Split, *, discrete: bool = True) -> float:
+def tau(ell: int, split: MarginShares, *, discrete: bool = True) -> float:
     """tau(l) in records (count space), float evaluation.
 
     discrete=True: all noises discrete Laplace (what dpfim runs); False: the paper's continuous
@@ -107,7 +108,7 @@ def tau(ell: int, split: Split, *, discrete: bool = True) -> float:
     return total
 
 
-def threshold(ell: int, split: Split) -> int:
+def threshold(ell: int, split: MarginShares) -> int:
     """The integer threshold T(l) = floor(theta_l), theta_l = tau(l)(1 + 2^-40) + 2^-40 >= tau(l).
 
     The search test is M - c(l+1) - Z_l - G > T(l), in integers.
@@ -117,7 +118,7 @@ def threshold(ell: int, split: Split) -> int:
 
 
 def threshold_runs(
-    split: Split, start: int = 1, stop: int | None = None
+    split: MarginShares, start: int = 1, stop: int | None = None
 ) -> Iterator[tuple[int, int, int]]:
     """Yield (first, last, T) for consecutive rank ranges sharing one integer threshold.
 
@@ -134,7 +135,7 @@ def threshold_runs(
 class _RunCache:
     """The runs of one split, computed as far as anyone has asked."""
 
-    def __init__(self, split: Split) -> None:
+    def __init__(self, split: MarginShares) -> None:
         self.runs: list[tuple[int, int, int]] = []
         self._gen = _compute_runs(split, 1, None)
 
@@ -148,11 +149,13 @@ class _RunCache:
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_runs(split: Split) -> _RunCache:
+def _cached_runs(split: MarginShares) -> _RunCache:
     return _RunCache(split)
 
 
-def _compute_runs(split: Split, start: int, stop: int | None) -> Iterator[tuple[int, int, int]]:
+def _compute_runs(
+    split: MarginShares, start: int, stop: int | None
+) -> Iterator[tuple[int, int, int]]:
     first = start
     while stop is None or first <= stop:
         t_first = threshold(first, split)

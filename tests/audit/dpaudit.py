@@ -27,7 +27,7 @@ from scipy import stats
 
 from dpfim.mechanisms import lmm, lmm_gap, search
 from dpfim.mechanisms.base import Outcome, VectorCounts
-from dpfim.mechanisms.thresholds import Split, gap_split, paper_split, tau, threshold_runs
+from dpfim.mechanisms.thresholds import MarginShares, gap_split, paper_split, tau, threshold_runs
 from dpfim.samplers.rng import seeded_source
 
 FAMILY_ALPHA = 1e-4
@@ -43,13 +43,14 @@ Output = tuple[int, int | None, int | None]
 @dataclass(frozen=True)
 class Mechanism:
     name: str
-    sample: Callable[[Sequence[int], Split, Any], Output]  # (counts, split, rng) -> one output
+    # (counts, split, rng) -> one output
+    sample: Callable[[Sequence[int], MarginShares, Any], Output]
     neighbours: str  # "replace" or "add-remove": which pairs are valid for it
-    split: Callable[[Fraction, Fraction], Split] = paper_split
+    split: Callable[[Fraction, Fraction], MarginShares] = paper_split
     views: tuple[str, ...] = ("M", "ell", "I|ell", "full")
 
 
-def _lmm_once(counts: Sequence[int], split: Split, rng: Any) -> Output:
+def _lmm_once(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
     vec = VectorCounts(counts)
     out = lmm.run(vec, split, rng)
     idx = None if out.index is None else vec.position(out.index)
@@ -57,7 +58,7 @@ def _lmm_once(counts: Sequence[int], split: Split, rng: Any) -> Output:
     return out.noisy_max, out.ell, idx
 
 
-def _lmm_gap_once(counts: Sequence[int], split: Split, rng: Any) -> Output:
+def _lmm_gap_once(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
     vec = VectorCounts(counts)
     out = lmm_gap.run(vec, split, rng)
     idx = None if out.index is None else vec.position(out.index)
@@ -72,7 +73,7 @@ REAL: dict[str, Mechanism] = {
 }
 
 
-class _Halved(Split):
+class _Halved(MarginShares):
     """A split whose three noise scales are half what the thresholds assume."""
 
     @property
@@ -89,16 +90,16 @@ class _Halved(Split):
 
 
 @functools.lru_cache(maxsize=8)
-def _halved_split(split: Split) -> Split:
+def _halved_split(split: MarginShares) -> MarginShares:
     return _Halved(*(getattr(split, f) for f in split.__dataclass_fields__))
 
 
-def _broken_scales(counts: Sequence[int], split: Split, rng: Any) -> Output:
+def _broken_scales(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
     return _lmm_once(counts, _halved_split(split), rng)
 
 
 @functools.lru_cache(maxsize=8)
-def _half_runs_list(split: Split) -> list[tuple[int, int, int]]:
+def _half_runs_list(split: MarginShares) -> list[tuple[int, int, int]]:
     runs = []
     for first, last, t in threshold_runs(split):
         runs.append((first, last, t // 2))
@@ -107,11 +108,11 @@ def _half_runs_list(split: Split) -> list[tuple[int, int, int]]:
     return runs
 
 
-def _broken_tau(counts: Sequence[int], split: Split, rng: Any) -> Output:
-    def half_runs(sp: Split, start: int = 1, stop: int | None = None) -> Any:
+def _broken_tau(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
+    def half_runs(sp: MarginShares, start: int = 1, stop: int | None = None) -> Any:
         return iter(_half_runs_list(sp))
 
-    def half_tau(ell: int, sp: Split, *, discrete: bool = True) -> float:
+    def half_tau(ell: int, sp: MarginShares, *, discrete: bool = True) -> float:
         return tau(ell, sp, discrete=discrete) / 2
 
     with (
@@ -121,7 +122,7 @@ def _broken_tau(counts: Sequence[int], split: Split, rng: Any) -> Output:
         return _lmm_once(counts, split, rng)
 
 
-def _broken_em_alpha(counts: Sequence[int], split: Split, rng: Any) -> Output:
+def _broken_em_alpha(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
     original = lmm.select_count
     with mock.patch.object(
         lmm, "select_count", lambda c, ell, a, r, rest=0: original(c, ell, a * 3, r, rest)
@@ -129,12 +130,12 @@ def _broken_em_alpha(counts: Sequence[int], split: Split, rng: Any) -> Output:
         return _lmm_once(counts, split, rng)
 
 
-def _broken_true_max(counts: Sequence[int], split: Split, rng: Any) -> Output:
+def _broken_true_max(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
     _, ell, idx = _lmm_once(counts, split, rng)
     return max(counts, default=0), ell, idx
 
 
-def _broken_top_plus_5(counts: Sequence[int], split: Split, rng: Any) -> Output:
+def _broken_top_plus_5(counts: Sequence[int], split: MarginShares, rng: Any) -> Output:
     original = lmm.select_count
     with mock.patch.object(
         lmm, "select_count", lambda c, ell, a, r, rest=0: original(c, ell + 5, a, r, rest)
@@ -151,7 +152,7 @@ BROKEN: dict[str, Mechanism] = {
 }
 
 
-def _chunk(args: tuple[str, bool, tuple[int, ...], Split, int, int]) -> list[Output]:
+def _chunk(args: tuple[str, bool, tuple[int, ...], MarginShares, int, int]) -> list[Output]:
     name, broken, counts, split, seed, n = args
     mech = (BROKEN if broken else REAL)[name]
     rng = seeded_source(seed)
@@ -161,7 +162,7 @@ def _chunk(args: tuple[str, bool, tuple[int, ...], Split, int, int]) -> list[Out
 def sample(
     name: str,
     counts: Sequence[int],
-    split: Split,
+    split: MarginShares,
     n: int,
     seed: int,
     *,
@@ -296,7 +297,7 @@ def _check_conditional(res: Check, lc: Counter[Any], rc: Counter[Any], alpha_eac
     return res
 
 
-def claims(split: Split) -> dict[str, tuple[float, float]]:
+def claims(split: MarginShares) -> dict[str, tuple[float, float]]:
     """The ledger's claims, per released view: (eps, delta)."""
     f = float
     return {
@@ -395,7 +396,7 @@ def selection_key(o: Output) -> Any:
     return (ell_key(o), o[2])
 
 
-def default_split(eps: str = "1", delta: str = "1e-6", mechanism: str = "lmm") -> Split:
+def default_split(eps: str = "1", delta: str = "1e-6", mechanism: str = "lmm") -> MarginShares:
     return REAL[mechanism].split(Fraction(eps), Fraction(delta))
 
 

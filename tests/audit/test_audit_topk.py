@@ -34,6 +34,7 @@ import pytest
 
 from dpfim import accounting
 from dpfim import release as topk
+from dpfim.accountants import TIGHT, get_accountant
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import VectorCounts
 from dpfim.samplers.rng import seeded_source
@@ -68,8 +69,8 @@ def _split(case: Case) -> accounting.Split:
     spec = registry.get(case.mechanism)
     eps_sel, eps_sup = topk.shares(EPS, case.supports, case.share)
     public = registry.Public(eps_sel, case.delta, neighbours=case.neighbours, candidates=3)
-    return accounting.split(
-        topk.round_cost(spec, public), case.k, eps_sel, eps_sup, case.delta, case.accountant
+    return get_accountant(case.accountant).split(
+        topk.round_cost(spec, public), case.k, eps_sel, eps_sup, case.delta
     )
 
 
@@ -276,9 +277,7 @@ def test_the_tight_cases_really_get_a_larger_eps0() -> None:
     """The tight audit is about something: its rounds run above basic's eps_sel / K."""
     spec = registry.get("em")
     public = registry.Public(EPS, TIGHT_EM.delta, neighbours="add-remove")
-    sp = accounting.split(
-        topk.round_cost(spec, public), 3, EPS, Fraction(0), TIGHT_EM.delta, "tight"
-    )
+    sp = TIGHT.split(topk.round_cost(spec, public), 3, EPS, Fraction(0), TIGHT_EM.delta)
     assert sp.eps0 == Fraction("0.39796")
 
 
