@@ -199,30 +199,13 @@ def _release_run(
     """What mine and rules share: usage checks before any work, the ledger hooks, the run
     (`run`: mine_file or rules_file), the curator's diagnostics, the JSON written; `after`
     writes any further output (rules --csv) under the same ledger annotation."""
-    check_output_path(opt["output"])
     _check_applies(command, opt)
+    check_output_path(opt["output"])
     if opt["quiet"] and opt["verbose"]:
         raise ParameterError("--quiet and --verbose contradict each other: give one")
     ledger_hooks = _ledger_hooks(input_path, opt)
-    if run is _api().mine_file:  # how --top K splits (eps, delta): the data set's accountant
-        extra = {**(extra or {}), "accountant": _split_accountant(input_path, opt)}
-    elif _composes_exactly(opt["accountant"]) is False and not opt["ledger"]:
-        raise ParameterError(
-            "dpfim rules splits its budget by basic composition: --accountant tight applies "
-            "to its --ledger only"
-        )
-    inputs = {
-        "INPUT": input_path,
-        "--ledger": opt["ledger"],
-        "--ledger's head file": _ledger().head_path(opt["ledger"]) if opt["ledger"] else None,
-        "--universe-items": opt["universe_items"],
-    }
-    check_not_overwriting(opt["output"], "-o", inputs)
-    for flag, path in (outputs or {}).items():
-        check_output_path(path, flag)
-        check_not_overwriting(path, flag, {**inputs, "-o": opt["output"]})
-        _ledger().refuse_ledger(path, flag)
-    _ledger().refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
+    extra = _with_accountant(run, input_path, opt, extra or {})
+    _check_release_outputs(input_path, opt, outputs or {})
     if opt["seed"] is not None:
         _say(SEED_WARNING)
     diag = _api().Diagnostics()
@@ -233,15 +216,13 @@ def _release_run(
             result = run(
                 input_path,
                 **{k: opt[k] for k in parameters.library_names(command)},
-                **(extra or {}),
+                **extra,
                 progress=_progress_setting(opt),
                 diagnostics=diag,
                 precheck=_precheck(ledger_hooks, quiet=opt["quiet"]),
                 reserve=_reserve(ledger_hooks) if ledger_hooks else None,
             )
-        if opt["verbose"]:  # exact facts about the data: curator-only, never without -v
-            for warning in diag.warnings:
-                _say(f"warning ({CURATOR}): {warning}")
+        if opt["verbose"]:
             _report(diag)
         if ledger_hooks is not None and ledger_hooks.after is not None:
             result["ledger"]["remaining"] = ledger_hooks.after.remaining_json()
@@ -251,16 +232,54 @@ def _release_run(
     except DpfimError as exc:
         raise ledger_hooks.annotate(exc) if ledger_hooks else exc from None
     if not opt["quiet"] and ledger_hooks is not None and ledger_hooks.after is not None:
-        left = ledger_hooks.after  # public: a function of the budget and the public spends
-        line = (
-            f"ledger: data set {ledger_hooks.dataset!r} has eps="
-            f"{format_amount(left.remaining_eps, fixed=True)}, delta="
-            f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant.name}"
-        )
-        if left.accountant.needs_fixed_costs:
-            line += f": {_runs_left(left)}"
-        _say(line + ")")
+        _say(_left_line(ledger_hooks.dataset, ledger_hooks.after))
     return result
+
+
+def _with_accountant(
+    run: Callable[..., Any], input_path: str, opt: dict[str, Any], extra: dict[str, Any]
+) -> dict[str, Any]:
+    """mine: how --top K splits (eps, delta), the data set's accountant; rules splits by basic
+    composition (--accountant tight applies to its ledger only)."""
+    if run is _api().mine_file:
+        return {**extra, "accountant": _split_accountant(input_path, opt)}
+    if _composes_exactly(opt["accountant"]) is False and not opt["ledger"]:
+        raise ParameterError(
+            "dpfim rules splits its budget by basic composition: --accountant tight applies "
+            "to its --ledger only"
+        )
+    return extra
+
+
+def _check_release_outputs(
+    input_path: str, opt: dict[str, Any], outputs: dict[str, str | None]
+) -> None:
+    """-o (checked writable before) and any further output (rules --csv): never an input or a
+    ledger."""
+    inputs = {
+        "INPUT": input_path,
+        "--ledger": opt["ledger"],
+        "--ledger's head file": _ledger().head_path(opt["ledger"]) if opt["ledger"] else None,
+        "--universe-items": opt["universe_items"],
+    }
+    check_not_overwriting(opt["output"], "-o", inputs)
+    for flag, path in outputs.items():
+        check_output_path(path, flag)
+        check_not_overwriting(path, flag, {**inputs, "-o": opt["output"]})
+        _ledger().refuse_ledger(path, flag)
+    _ledger().refuse_ledger(opt["output"], "-o")  # also without --ledger (docs/ledger.md)
+
+
+def _left_line(dataset: str, left: ledger_mod.DatasetState) -> str:
+    """What a data set has left after a run (public: the budget and the public spends)."""
+    line = (
+        f"ledger: data set {dataset!r} has eps="
+        f"{format_amount(left.remaining_eps, fixed=True)}, delta="
+        f"{format_amount(left.remaining_delta, fixed=True)} left ({left.accountant.name}"
+    )
+    if left.accountant.needs_fixed_costs:
+        line += f": {_runs_left(left)}"
+    return line + ")"
 
 
 def _check_applies(command: str, opt: dict[str, Any]) -> None:
@@ -649,6 +668,9 @@ def _state_line(name: str, st: ledger_mod.DatasetState) -> str:
 
 
 def _report(diag: Diagnostics) -> None:
+    """-v: the curator's warnings, facts and timings (exact: never without -v)."""
+    for warning in diag.warnings:
+        _say(f"warning ({CURATOR}): {warning}")
     for key, value in diag.facts.items():
         _say(f"[{CURATOR}] {key}: {value}")
     for key, seconds in diag.timings.items():
@@ -681,16 +703,10 @@ def _none_hint(opt: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: one-line errors with documented exit codes, tracebacks only with --debug."""
     args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
     _reserve_standard_fds()
     previous = _catch_signals()
     try:
         code = cli.main(args=args, prog_name="dpfim", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else "Usage: dpfim --help", err=True)
-        sys.exit(2)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
     except SystemExit as exc:
         # click's wrapper is PacifyFlushWrapper in click 8.1, _PacifyFlushWrapper in 8.2+
         if exc.code == 1 and type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
@@ -699,50 +715,50 @@ def main(argv: list[str] | None = None) -> Any:
             _say("error: cannot write the output (Broken pipe)")
             sys.exit(OutputError.exit_code)
         raise
-    except click.Abort:  # EOF at a prompt, or an interrupt click saw first
-        _say("interrupted")
-        sys.exit(130)
-    except click.UsageError as exc:
-        hint = f" (try '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        _say(f"error: {exc.format_message()}{hint}")
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        _say(f"error: {exc.format_message()}")
-        sys.exit(exc.exit_code)
-    except Interrupted as exc:
-        _say(str(exc))
-        sys.exit(exc.exit_code)
-    except DpfimError as exc:
-        if debug:
-            traceback.print_exc()
-        if isinstance(exc, OutputError):
-            _discard_stdout()
-        _say(f"error: {exc}")
-        sys.exit(exc.exit_code)
-    except MemoryError:
-        _say("error: out of memory (dpfim never approximates); see --max-record-items")
-        sys.exit(6)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EDQUOT):
-            if debug:
-                traceback.print_exc()
-            _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
-            sys.exit(1)
-        _discard_stdout()  # click's own output (--help, --version) could not be written
-        _say(f"error: cannot write the output ({exc.strerror})")
-        sys.exit(OutputError.exit_code)
-    except KeyboardInterrupt:
-        _say("interrupted")
-        sys.exit(130)
-    except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
-        sys.exit(1)
+    except (Exception, KeyboardInterrupt) as exc:
+        sys.exit(_exit_status(exc, debug="--debug" in args))
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_status(exc: BaseException, *, debug: bool) -> int:
+    """The documented exit status of what a command raised, after its one line on stderr."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        click.echo(exc.ctx.get_help() if exc.ctx else "Usage: dpfim --help", err=True)
+        return 2
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    if isinstance(exc, (click.Abort, KeyboardInterrupt)):  # EOF at a prompt, or an interrupt
+        _say("interrupted")
+        return 130
+    if isinstance(exc, click.UsageError):
+        hint = f" (try '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        _say(f"error: {exc.format_message()}{hint}")
+        return exc.exit_code
+    if isinstance(exc, click.ClickException):
+        _say(f"error: {exc.format_message()}")
+        return exc.exit_code
+    if isinstance(exc, Interrupted):
+        _say(str(exc))
+        return exc.exit_code
+    if isinstance(exc, MemoryError):
+        _say("error: out of memory (dpfim never approximates); see --max-record-items")
+        return 6
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EPIPE, errno.EDQUOT):
+        _discard_stdout()  # click's own output (--help, --version) could not be written
+        _say(f"error: cannot write the output ({exc.strerror})")
+        return OutputError.exit_code
+    if debug:
+        traceback.print_exc()
+    if isinstance(exc, DpfimError):
+        if isinstance(exc, OutputError):
+            _discard_stdout()
+        _say(f"error: {exc}")
+        return exc.exit_code
+    _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
+    return 1
 
 
 def _reserve_standard_fds() -> None:
