@@ -83,7 +83,7 @@ def _basket_note(source: str, fmt: str, *, long_columns_given: bool) -> str | No
 
 
 def _parse_conf(pairs: Any) -> Any:
-    from dpfim.request import parse_conf
+    from dpfim.inputs import parse_conf
 
     return parse_conf(pairs)
 
@@ -712,6 +712,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
       dpfim evaluate retail.dat --size 2 --eps 0.1,0.5,1,2 --trials 200 --plot retail.png
     """
     from dpfim import evaluate as ev
+    from dpfim.inputs import EngineSpec
 
     check_output_path(opt["csv_path"], "--csv")
     check_output_path(opt["plot_path"], "--plot")
@@ -759,9 +760,7 @@ def evaluate(input_path: str, **opt: Any) -> None:
         compression=opt["compression"],
         max_record_items=opt["max_record_items"],
         seed=opt["seed"],
-        engine=_api().EngineSpec(
-            opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress
-        ),
+        engine=EngineSpec(opt["engine"], opt["spark_master"], opt["spark_conf"], None, progress),
     )
     assert opened.distinct_items is not None
     if opt["universe_size"] is not None and opt["universe_size"] < opened.distinct_items():

@@ -25,11 +25,11 @@ from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
+from dpfim.inputs import EngineSpec, InputSpec, check_record_cap
 from dpfim.mechanisms import registry
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records
 from dpfim.readers.records import truncate, truncation_key
-from dpfim.request import EngineSpec, InputSpec, check_record_cap
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (

@@ -29,9 +29,10 @@ import pytest
 
 from dpfim import engines
 from dpfim.engines import Opened
+from dpfim.inputs import EngineSpec, InputSpec
 from dpfim.mechanisms import registry
 from dpfim.readers import FORMATS
-from dpfim.request import RELEASE_MODES, EngineSpec, InputSpec, release_command
+from dpfim.request import RELEASE_MODES, release_command
 from dpfim.samplers.rng import resolve
 from tests.cli_run import run
 

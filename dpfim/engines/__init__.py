@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
+from dpfim.inputs import EngineSpec, InputSpec
 from dpfim.readers import resolve_format
-from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
 
 

@@ -38,9 +38,9 @@ from dpfim.engines.spark import count, read
 from dpfim.engines.spark.session import T, quiet, require_pyspark, session
 from dpfim.engines.topdown import TopDown
 from dpfim.errors import InputError, ParameterError
+from dpfim.inputs import EngineSpec, InputSpec
 from dpfim.readers import long
 from dpfim.readers.records import Vocabulary, truncation_key
-from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
 
 if TYPE_CHECKING:
