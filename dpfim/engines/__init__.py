@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
-from dpfim.inputs import EngineSpec, InputSpec
+from dpfim.inputs import FORMATS, EngineSpec, InputSpec
 from dpfim.readers import resolve_format
 from dpfim.samplers.rng import RandomSource
 
@@ -44,6 +44,9 @@ class Engine(Protocol):
     """One row of the engine table."""
 
     name: str
+    # the input formats it reads (names in dpfim.inputs.FORMATS); engines.prepare refuses the
+    # others with a usage error before any data is read, the same on every engine
+    formats: frozenset[str]
 
     def check(self, inp: InputSpec) -> None:
         """Usage errors this engine reports before any data is read (exit 2)."""
@@ -85,13 +88,18 @@ def get(name: str) -> Engine:
 
 
 def prepare(spec: EngineSpec, inp: InputSpec) -> InputSpec:
-    """The engine's usage checks, then the format auto resolves to (from the name only): what
-    mine_file and evaluate both do before any data is read."""
-    get(spec.name).check(inp)
+    """The engine's usage checks, then the format auto resolves to (from the name only), which
+    the engine must read: what mine_file and evaluate both do before any data is read."""
+    engine = get(spec.name)
+    engine.check(inp)
     long_columns = inp.record_col is not None or inp.item_col is not None
-    return replace(
-        inp, decided=resolve_format(inp.source, inp.fmt, long_columns_given=long_columns)
-    )
+    decided = resolve_format(inp.source, inp.fmt, long_columns_given=long_columns)
+    if decided not in engine.formats:
+        reads = ", ".join(f for f in FORMATS if f in engine.formats)
+        raise ParameterError(
+            f"--engine {engine.name} does not read --format {decided} (it reads {reads})"
+        )
+    return replace(inp, decided=decided)
 
 
 def open_engine(
