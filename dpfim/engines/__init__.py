@@ -3,8 +3,9 @@
 The engine table, and the one seam every caller uses: `open_engine(spec, inp, sizes)` reads the
 input and returns `Opened` (the counts, merged over the sizes, and the curator facts). `mine`,
 `mine_file`, `evaluate` and the CLI name no engine; they pass an `EngineSpec`. A new engine
-(DuckDB, Polars, Dask) is one module with an `Engine` object plus one entry in ENGINES
-(docs/architecture.md). An engine never imports a mechanism.
+(DuckDB, Polars, Dask) is one module with an `Engine` object (its name, the formats of
+dpfim.inputs.FORMATS it reads, check, open) plus one entry in ENGINES (docs/architecture.md).
+An engine never imports a mechanism, nor dpfim.request (tests/test_layers.py).
 
 local.py counts on this machine (numpy, bounded scratch memory); spark/ reads and counts on
 Apache Spark (the `spark` extra, imported only when asked for).
