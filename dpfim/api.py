@@ -20,6 +20,7 @@ from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import ParameterError, memory_phase
+from dpfim.inputs import EngineSpec, InputSpec
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
 from dpfim.params import DEFAULT_ELL_MAX, Number, check_memory, fraction_to_float
@@ -40,8 +41,6 @@ from dpfim.request import (
     MECHANISMS,
     NEIGHBOURS,
     PURE,
-    EngineSpec,
-    InputSpec,
     Options,
     check_options,
     none_hint,

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from dpfim import inputs
+
 ACCOUNTANTS = ("basic", "tight")
-FORMATS = ("basket", "fimi", "long", "jsonl")
+FORMATS = tuple(inputs.FORMATS)  # the names, in the order of the one format table
 COMPRESSIONS = ("auto", "none", "gzip", "bz2", "xz")
 ENGINES = ("local", "spark")
 NEIGHBOURS = ("replace", "add-remove")

@@ -25,12 +25,12 @@ from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
+from dpfim.inputs import EngineSpec, InputSpec, check_record_cap
 from dpfim.mechanisms import registry
 from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records, basket_note
 from dpfim.readers.records import truncate, truncation_key
-from dpfim.request import EngineSpec, InputSpec, check_record_cap
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (

@@ -37,7 +37,7 @@ RUNS = (MINE, RULES)  # a release run: privacy, selection, input, engine, ledger
 
 
 def _parse_conf(_ctx: Any, _param: Any, pairs: Iterable[str]) -> dict[str, str]:
-    from dpfim.request import parse_conf  # imported when a command runs, not for --help
+    from dpfim.inputs import parse_conf  # imported when a command runs, not for --help
 
     return parse_conf(pairs)
 

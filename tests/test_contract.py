@@ -3,8 +3,9 @@ with every other: engine x mechanism x release mode x universe x input format.
 
 Everything here is generated from the registries: dpfim.engines.NAMES (engines),
 dpfim.mechanisms.registry.REGISTRY (mechanisms), dpfim.request.RELEASE_MODES (modes) and
-dpfim.readers.FORMATS (formats; each needs a writer in WRITERS below, and a test fails when one
-has none). A new entry in any of them enters the matrix without anyone editing this file.
+dpfim.inputs.FORMATS (formats; each needs a writer in WRITERS below, and a test fails when one
+has none; an engine that does not read one must refuse it). A new entry in any of them enters the
+matrix without anyone editing this file.
 
 One small generated data set (about 1,500 records, nine items with clear leads) is written once
 in every format; every cell runs the real CLI, seeded, on every engine, and the JSON must equal
@@ -29,9 +30,10 @@ import pytest
 
 from dpfim import engines
 from dpfim.engines import Opened
+from dpfim.inputs import EngineSpec, InputSpec
 from dpfim.mechanisms import registry
 from dpfim.readers import FORMATS
-from dpfim.request import RELEASE_MODES, EngineSpec, InputSpec, release_command
+from dpfim.request import RELEASE_MODES, release_command
 from dpfim.samplers.rng import resolve
 from tests.cli_run import run
 
@@ -173,6 +175,10 @@ def test_every_engine_releases_what_the_local_engine_releases(
 ) -> None:
     args = _cli_args(mech, mode, universe, fmt, inputs)
     code, out, err = run([*args, *_engine_args(engine)])
+    if fmt not in engines.get(engine).formats:  # refused by engines.prepare, before any reading
+        assert code == 2 and out == "" and len(_errors(err)) == 1, err
+        assert f"--engine {engine} does not read --format {fmt}" in err
+        return
     want_code, want_out, want_err = _local(args)
     assert code == want_code, err
     if want_code != 0:

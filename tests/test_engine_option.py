@@ -26,3 +26,33 @@ def test_engine_spark_without_pyspark_is_a_usage_error(
         message = err.getvalue().decode()
     assert message.count("\n") == 1
     assert "pip install 'dpfim[spark]'" in message
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("command", ["mine", "evaluate"])
+def test_a_format_the_engine_does_not_read_is_a_usage_error(
+    engine: str, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine that does not read a format refuses it with exit 2 and one line naming the
+    engine and what it reads, before any data is read and before a Spark session starts."""
+    from dpfim import engines
+    from dpfim.engines.spark import driver
+
+    def no_session(*_: object, **__: object) -> None:
+        raise AssertionError("a session was started")
+
+    monkeypatch.setattr(driver, "session", no_session)
+    monkeypatch.setattr(engines.get(engine), "formats", frozenset({"basket", "long", "jsonl"}))
+    path = tmp_path / "b.dat"
+    path.write_text("1 2\n1 2 3\n")
+    args = [command, str(path), "--eps", "1", "--delta", "1e-6", "--engine", engine]
+    runner = CliRunner()
+    with runner.isolation() as (out, err, *_):
+        with pytest.raises(SystemExit) as exc:
+            main(args)
+        assert exc.value.code == 2
+        assert out.getvalue() == b""
+        message = err.getvalue().decode()
+    refused = f"--engine {engine} does not read --format fimi (it reads basket, long, jsonl)"
+    assert message == f"dpfim: error: {refused}\n"
+    assert "Traceback" not in message

@@ -3,8 +3,9 @@
 The engine table, and the one seam every caller uses: `open_engine(spec, inp, sizes)` reads the
 input and returns `Opened` (the counts, merged over the sizes, and the curator facts). `mine`,
 `mine_file`, `evaluate` and the CLI name no engine; they pass an `EngineSpec`. A new engine
-(DuckDB, Polars, Dask) is one module with an `Engine` object plus one entry in ENGINES
-(docs/architecture.md). An engine never imports a mechanism.
+(DuckDB, Polars, Dask) is one module with an `Engine` object (its name, the formats of
+dpfim.inputs.FORMATS it reads, check, open) plus one entry in ENGINES (docs/architecture.md).
+An engine never imports a mechanism, nor dpfim.request (tests/test_layers.py).
 
 local.py counts on this machine (numpy, bounded scratch memory); spark/ reads and counts on
 Apache Spark (the `spark` extra, imported only when asked for).
@@ -18,8 +19,8 @@ from typing import Any, Protocol
 
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
+from dpfim.inputs import FORMATS, EngineSpec, InputSpec
 from dpfim.readers import resolve_format
-from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
 
 
@@ -44,6 +45,9 @@ class Engine(Protocol):
     """One row of the engine table."""
 
     name: str
+    # the input formats it reads (names in dpfim.inputs.FORMATS); engines.prepare refuses the
+    # others with a usage error before any data is read, the same on every engine
+    formats: frozenset[str]
 
     def check(self, inp: InputSpec) -> None:
         """Usage errors this engine reports before any data is read (exit 2)."""
@@ -85,13 +89,18 @@ def get(name: str) -> Engine:
 
 
 def prepare(spec: EngineSpec, inp: InputSpec) -> InputSpec:
-    """The engine's usage checks, then the format auto resolves to (from the name only): what
-    mine_file and evaluate both do before any data is read."""
-    get(spec.name).check(inp)
+    """The engine's usage checks, then the format auto resolves to (from the name only), which
+    the engine must read: what mine_file and evaluate both do before any data is read."""
+    engine = get(spec.name)
+    engine.check(inp)
     long_columns = inp.record_col is not None or inp.item_col is not None
-    return replace(
-        inp, decided=resolve_format(inp.source, inp.fmt, long_columns_given=long_columns)
-    )
+    decided = resolve_format(inp.source, inp.fmt, long_columns_given=long_columns)
+    if decided not in engine.formats:
+        reads = ", ".join(f for f in FORMATS if f in engine.formats)
+        raise ParameterError(
+            f"--engine {engine.name} does not read --format {decided} (it reads {reads})"
+        )
+    return replace(inp, decided=decided)
 
 
 def open_engine(

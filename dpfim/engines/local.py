@@ -58,9 +58,9 @@ import numpy as np
 from dpfim.counts import MAX_LISTED, Counts
 from dpfim.engines import Opened
 from dpfim.engines.topdown import TopDown, next_threshold
+from dpfim.inputs import FORMATS, EngineSpec, InputSpec
 from dpfim.progress import EXACT, Setting, progress_mode
 from dpfim.readers import Records
-from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
 
 __all__ = ["ENGINE", "SupportIndex", "default_max_memory", "next_threshold"]
@@ -792,6 +792,7 @@ class _LocalEngine:
     """Reads with dpfim.readers on this machine, counts with SupportIndex."""
 
     name = "local"
+    formats = frozenset(FORMATS)  # dpfim.readers reads every format of the table
 
     def check(self, inp: InputSpec) -> None:
         from dpfim.readers import check_source

@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from dpfim import inputs
 from dpfim.choices import COMPRESSIONS, FORMATS
 from dpfim.errors import ParameterError
+from dpfim.inputs import LineReader
 from dpfim.params import check_sep
 from dpfim.progress import EXACT, OFF, PercentBar, PhaseLine, Setting, progress_mode
-from dpfim.readers import basket, fimi, jsonl, long
+from dpfim.readers import basket, long
 from dpfim.readers.prefetch import prefetched
 from dpfim.readers.records import (
     RecordBuilder,
@@ -58,24 +60,6 @@ __all__ = [
     "truncate",
 ]
 
-_BY_EXTENSION = {
-    ".dat": "fimi",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "long",
-    ".csv": "basket",
-    ".tsv": "basket",
-    ".txt": "basket",
-    ".basket": "basket",
-}
-_CHUNK_READERS = {"basket": basket.read_chunk, "fimi": fimi.read_chunk, "jsonl": jsonl.read_chunk}
-_FORMATS = {"basket": basket, "fimi": fimi, "jsonl": jsonl}
-_COMPILED_FROM = {  # read at call time: tests move the thresholds
-    "basket": lambda: basket.COMPILED_FROM,
-    "fimi": lambda: fimi.COMPILED_FROM,
-    "jsonl": lambda: jsonl.COMPILED_FROM,
-}
-
 
 def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -> str:
     """The input format: as given, or by the file name's extension for "auto"."""
@@ -86,16 +70,15 @@ def resolve_format(source: str, fmt: str, *, long_columns_given: bool = False) -
     if source == "-":
         raise ParameterError("reading stdin needs --format (auto decides by the file extension)")
     ext = Path(plain_name(source)).suffix
-    decided = _BY_EXTENSION.get(ext)
+    decided = inputs.BY_SUFFIX.get(ext)
     if decided is None:
         resolve_compression(source)  # x.zst: say zstd is unsupported, not "extension '(none)'"
         raise ParameterError(
             f"{source}: cannot tell the format from the extension {ext or '(none)'!r}; "
             f"pass --format ({', '.join(FORMATS)})"
         )
-    if decided == "basket" and long_columns_given:
-        return "long"
-    return decided
+    instead = inputs.FORMATS[decided].with_columns
+    return instead if long_columns_given and instead is not None else decided
 
 
 BASKET_NOTE = (
@@ -182,9 +165,10 @@ def read_records(
         raise ParameterError(f"--max-record-items must be >= 1, got {max_record_items}")
     comp = resolve_compression(src, compression)
     vocab = Vocabulary(universe)
-    if decided == "long":
+    form = inputs.FORMATS[decided]
+    if form.needs_columns:  # grouped by record id: long CSV or Parquet
         if record_col is None or item_col is None:
-            raise ParameterError("--format long needs --record-col and --item-col")
+            raise ParameterError(f"--format {decided} needs --record-col and --item-col")
         if plain_name(src).endswith(".parquet"):
             if src == "-" or comp != "none":
                 raise ParameterError(
@@ -212,7 +196,7 @@ def read_records(
         size = input_size(src)
         # compressed files: assume ~4x, so a policy by input size sees the decompressed bytes
         builder.size_hint = None if size is None else size * (1 if comp == "none" else 4)
-        read_chunk = _CHUNK_READERS[decided]
+        reader = form.line_reader()
         looks_long = _LongLook() if warn is not None and fmt == "auto" else None
         see = None if looks_long is None else lambda chunk, first: looks_long.see(chunk, first, sep)
         with (
@@ -220,10 +204,10 @@ def read_records(
             open_input(src, comp, stdin) as (stream, raw, label),
             _progress(stream, raw, src, progress) as read_from,
         ):
-            big = (builder.size_hint or 0) >= _COMPILED_FROM[decided]()
+            big = (builder.size_hint or 0) >= reader.COMPILED_FROM
             # big inputs: chunks tokenised on both cores and merged in order (pipeline.py)
             done = big and _pipelined(
-                decided, chunks(read_from, name, label), name, sep, builder, see
+                reader, chunks(read_from, name, label), name, sep, builder, see
             )
             if not done:
                 # the next chunk is read while a compiled tokeniser runs (it frees the GIL)
@@ -232,7 +216,7 @@ def read_records(
                     for chunk, first in pieces:
                         if see is not None:
                             see(chunk, first)
-                        read_chunk(chunk, first, name, sep, builder)
+                        reader.read_chunk(chunk, first, name, sep, builder)
         records = builder.build()
         if paths is not None:
             paths(f"{name} ({decided}): {describe_paths(builder.paths)}")
@@ -249,7 +233,7 @@ def read_records(
 
 
 def _pipelined(
-    fmt: str,
+    reader: LineReader,
     pieces: Iterable[tuple[bytes, int]],
     name: str,
     sep: str,
@@ -262,12 +246,11 @@ def _pipelined(
 
     if not pipeline.worth_it():
         return False
-    module = _FORMATS[fmt]
 
     def fallback(chunk: bytes, first: int) -> None:
-        module.read_chunk(chunk, first, name, sep, out, compiled=False)
+        reader.read_chunk(chunk, first, name, sep, out, compiled=False)
 
-    return pipeline.read(pieces, module.kernel_call, sep, out, fallback, see)
+    return pipeline.read(pieces, reader.kernel_call, sep, out, fallback, see)
 
 
 def describe_paths(taken: dict[str, int]) -> str:

@@ -38,9 +38,9 @@ from dpfim.engines.spark import count, read
 from dpfim.engines.spark.session import T, quiet, require_pyspark, session
 from dpfim.engines.topdown import TopDown
 from dpfim.errors import InputError, ParameterError
+from dpfim.inputs import FORMATS, EngineSpec, InputSpec
 from dpfim.readers import long
 from dpfim.readers.records import Vocabulary, truncation_key
-from dpfim.request import EngineSpec, InputSpec
 from dpfim.samplers.rng import RandomSource
 
 if TYPE_CHECKING:
@@ -231,14 +231,15 @@ class SparkCounts(TopDown):
         from pyspark import StorageLevel
 
         inp = self._inp
-        ranges = None if inp.fmt == "long" else self._plan()
+        by_lines = not FORMATS[inp.fmt].needs_columns  # else grouped by record id: long
+        ranges = self._plan() if by_lines else None
         if ranges is not None:
             sc = self._spark.sparkContext
             blocks = sc.parallelize(ranges, max(1, len(ranges))).mapPartitions(
                 functools.partial(read.read_ranges, inp.fmt, inp.sep, inp.universe)
             )
         else:
-            if inp.fmt == "long":
+            if not by_lines:
                 blobs = self._read_long()
             else:
                 lines = self._text()
@@ -448,8 +449,8 @@ def count_file(
 
     timings: receives the session's start-up time (curator diagnostics, never the result)."""
     check_source(inp.source)
-    if inp.fmt == "long" and (inp.record_col is None or inp.item_col is None):
-        raise ParameterError("--format long needs --record-col and --item-col")
+    if FORMATS[inp.fmt].needs_columns and (inp.record_col is None or inp.item_col is None):
+        raise ParameterError(f"--format {inp.fmt} needs --record-col and --item-col")
     if inp.max_record_items is not None and inp.max_record_items < 1:
         raise ParameterError(f"--max-record-items must be >= 1, got {inp.max_record_items}")
     started = time.perf_counter()
@@ -485,6 +486,9 @@ class _SparkEngine:
     """Reads and counts on Spark; the records stay on the executors."""
 
     name = "spark"
+    # one record a line: the format's own line reader on the workers (read.py); long: Spark's
+    # CSV/Parquet readers, grouped by record id on the cluster (SparkCounts._read_long)
+    formats = frozenset(n for n, f in FORMATS.items() if not f.needs_columns) | {"long"}
 
     def check(self, inp: InputSpec) -> None:
         check_source(inp.source, inp.compression)
@@ -526,7 +530,7 @@ class _SparkEngine:
         counts: Counts = engines[0] if len(engines) == 1 else Merged(engines)
 
         read_by: dict[str, Any] = {}
-        if inp.decided in ("fimi", "basket", "jsonl"):  # read by dpfim's readers on the workers
+        if not FORMATS[inp.decided].needs_columns:  # read by dpfim's readers on the workers
             paths = dict(sorted(first.paths.items(), key=lambda kv: (-kv[1], kv[0])))
             read_by["read by"] = f"{inp.source} ({inp.decided}): {describe_paths(paths)}"
 

@@ -33,7 +33,8 @@ import numpy as np
 from dpfim.engines import byte_ranges
 from dpfim.engines.byte_ranges import ByteRange
 from dpfim.errors import InputError
-from dpfim.readers import basket, fimi, jsonl
+from dpfim.inputs import FORMATS
+from dpfim.readers import basket
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
 from dpfim.readers.source import CHUNK_BYTES, chunks, decode, decompressed, split_lines
 
@@ -46,11 +47,6 @@ _CHUNK_BYTES = CHUNK_BYTES  # lines handed to a reader at once, as in the local 
 _BLOCK_RECORDS = 1 << 18  # records per cached block (a block is one row on its way to the JVM)
 _BLOCK_BYTES = 16 << 20
 _RANGE_BLOCK_BYTES = 64 << 20  # input bytes per cached block when the workers read byte ranges
-_READERS: dict[str, Callable[[bytes, int, str, str, RecordBuilder], None]] = {
-    "basket": basket.read_chunk,
-    "fimi": fimi.read_chunk,
-    "jsonl": jsonl.read_chunk,
-}
 
 
 @dataclass(frozen=True)
@@ -135,7 +131,7 @@ class _Blocks:
     """Builds the blocks of one partition from runs of lines (text formats)."""
 
     def __init__(self, fmt: str, sep: str, universe: Sequence[str] | None) -> None:
-        self.read = _READERS[fmt]
+        self.read = FORMATS[fmt].line_reader().read_chunk
         self.sep = sep
         self.universe = universe
         self.group: tuple[str, int] | None = None
@@ -225,7 +221,7 @@ def read_ranges(
 def _read_range(
     part: ByteRange, fmt: str, sep: str, universe: Sequence[str] | None
 ) -> Iterator[Block]:
-    read = _READERS[fmt]
+    read = FORMATS[fmt].line_reader().read_chunk
     try:
         f = byte_ranges.open_uri(part.file)
     except (OSError, ValueError) as exc:  # pyarrow.fs raises both
