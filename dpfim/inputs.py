@@ -74,6 +74,8 @@ class Format:
     # --format auto with --record-col/--item-col: what a file with these suffixes is read as
     # instead (a .csv of baskets, given columns, is a long CSV with a header)
     with_columns: str | None = None
+    # the reading options it takes (InputSpec fields); another one given is a usage error
+    options: tuple[str, ...] = ()
 
     @property
     def needs_columns(self) -> bool:
@@ -93,12 +95,28 @@ class Format:
 FORMATS: Mapping[str, Format] = {
     f.name: f
     for f in (
-        Format("basket", (".csv", ".tsv", ".txt", ".basket"), _basket, with_columns="long"),
+        Format("basket", (".csv", ".tsv", ".txt", ".basket"), _basket, "long", options=("sep",)),
         Format("fimi", (".dat",), _fimi),
-        Format("long", (".parquet",)),
+        Format("long", (".parquet",), options=("sep", "record_col", "item_col")),
         Format("jsonl", (".jsonl", ".ndjson"), _jsonl),
     )
 }
+# the reading options a format may take, as their flags
+READING_OPTIONS = {"sep": "--sep", "record_col": "--record-col", "item_col": "--item-col"}
+
+
+def check_reading_options(inp: InputSpec, decided: str) -> None:
+    """A reading option the decided format does not take is a usage error (it would be
+    ignored): --sep with FIMI or JSON lines, --record-col/--item-col with FIMI or JSON lines."""
+    for name, flag in READING_OPTIONS.items():
+        if getattr(inp, name) is not None and name not in FORMATS[decided].options:
+            takers = ", ".join(f.name for f in FORMATS.values() if name in f.options)
+            raise ParameterError(
+                f"{flag} applies to --format {takers} only; {inp.source} is read as --format "
+                f"{decided}: drop {flag}"
+            )
+
+
 # --format auto: the format a file name's extension (compression suffixes removed) names
 BY_SUFFIX: Mapping[str, str] = {s: f.name for f in FORMATS.values() for s in f.suffixes}
 

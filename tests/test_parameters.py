@@ -165,3 +165,47 @@ def test_a_mechanism_reads_only_the_owned_parameters_it_declares(name):
     for seed in range(3):
         spec.run(_Fixed(), p, seeded_source(seed))
     assert read <= set(spec.parameters), (name, read)
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "extra", "flag"),
+    [
+        ("a.dat", "1 2\n2 3\n", ["--sep", ";"], "--sep"),
+        ("a.dat", "1 2\n2 3\n", ["--record-col", "r", "--item-col", "i"], "--record-col"),
+        ("a.jsonl", "[1, 2]\n[2, 3]\n", ["--sep", ","], "--sep"),
+        ("a.jsonl", "[1, 2]\n[2, 3]\n", ["--item-col", "i"], "--item-col"),
+    ],
+)
+def test_a_reading_option_the_format_does_not_take_is_a_usage_error(
+    tmp_path, name, body, extra, flag
+):
+    path = tmp_path / name
+    path.write_text(body)
+    for command in (["mine"], ["evaluate", "--trials", "1"]):
+        res = _run(*command, str(path), "--eps", "1", "--delta", "1e-6", *extra)
+        lines = res.output.strip().splitlines()
+        assert res.exit_code == 2, res.output
+        assert lines[-1].startswith(f"dpfim: error: {flag} applies to --format")
+        assert "Traceback" not in res.output
+
+
+def test_reading_options_the_format_takes_are_taken(tmp_path):
+    long_csv = tmp_path / "orders.csv"
+    long_csv.write_text("r,i\n1,a\n1,b\n2,a\n2,b\n")
+    res = _run(
+        "mine",
+        str(long_csv),
+        "--eps",
+        "1",
+        "--delta",
+        "1e-6",
+        "--seed",
+        "1",
+        "--record-col",
+        "r",
+        "--item-col",
+        "i",
+    )
+    assert res.exit_code == 0, res.output
+    res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "--seed", "1", "--sep", ",")
+    assert res.exit_code == 0, res.output

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
-from dpfim.inputs import FORMATS, EngineSpec, InputSpec
+from dpfim.inputs import FORMATS, EngineSpec, InputSpec, check_reading_options
 from dpfim.readers import resolve_format
 from dpfim.samplers.rng import RandomSource
 
@@ -100,6 +100,7 @@ def prepare(spec: EngineSpec, inp: InputSpec) -> InputSpec:
         raise ParameterError(
             f"--engine {engine.name} does not read --format {decided} (it reads {reads})"
         )
+    check_reading_options(inp, decided)
     return replace(inp, decided=decided)
 
 
