@@ -14,9 +14,7 @@ from __future__ import annotations
 from dpfim.mechanisms import baselines, lmm, lmm_floor, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import ADD_REMOVE, BOTH, Mechanism, Public
 
-__all__ = ["ADD_REMOVE", "BOTH", "NAMES", "REGISTRY", "Mechanism", "Public", "Spec", "get"]
-
-Spec = Mechanism  # the former name, kept for callers that build one (tests)
+__all__ = ["ADD_REMOVE", "BOTH", "NAMES", "REGISTRY", "Mechanism", "Public", "get"]
 
 REGISTRY: dict[str, Mechanism] = {
     m.name: m
@@ -34,7 +32,6 @@ REGISTRY: dict[str, Mechanism] = {
     )
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
-LMM = REGISTRY["lmm"]
 
 
 def get(name: str) -> Mechanism:
