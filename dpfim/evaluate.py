@@ -30,7 +30,7 @@ from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records, basket_note
 from dpfim.readers.records import truncate, truncation_key
-from dpfim.request import EngineSpec, InputSpec, check_record_cap
+from dpfim.request import DEFAULT_CANDIDATES, EngineSpec, InputSpec, check_record_cap
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (
@@ -264,7 +264,7 @@ def evaluate(
     neighbours: str = "replace",
     universe_size: int | None = None,
     max_record_items: int | str | None = None,
-    candidates: int = 10,
+    candidates: int = DEFAULT_CANDIDATES,
     rng: RandomSource | int | None = None,
     progress: Setting = False,
     top: int = 1,

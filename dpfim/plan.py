@@ -20,7 +20,7 @@ from dpfim.accountants import get_accountant
 from dpfim.accounting import SIGNIFICANT, Accountant, Cost, decimal_down, exact_text, unit
 from dpfim.errors import BudgetError, ParameterError
 from dpfim.params import MIN_EPS, check_delta, check_eps, format_amount
-from dpfim.request import Options, check_options
+from dpfim.request import DEFAULT_CANDIDATES, Options, check_options
 
 # a placeholder delta for mechanisms that spend none (their cost does not read it)
 _UNUSED_DELTA = Fraction(1, 2)
@@ -55,7 +55,7 @@ def plan(
     support_share: str | Fraction | None = None,
     size: int | None = None,
     sizes: str | None = None,
-    candidates: int = 10,
+    candidates: int = DEFAULT_CANDIDATES,
 ) -> dict[str, Any]:
     """The largest per-run eps (rounded down to an exact decimal) for `runs` runs in the budget.
 

@@ -3,7 +3,8 @@
 Each mechanism module exports one `Mechanism` (dpfim/mechanisms/base.py: run, typed cost,
 none-hint, valid neighbours, needs, extra parameters); api.py, cli.py, evaluate.py and the
 privacy audit read this table instead of listing mechanisms themselves. Adding a mechanism is
-one file plus one line below.
+one file plus one line below, and one line in tests/audit/audited.py naming its privacy audit
+(tests/audit/test_audit_coverage.py fails until it is there).
 
 Everything a Mechanism computes from `Public` is a function of public parameters only (never
 of the data): the cost charged, the extra parameters printed in the result, the "none" hint.
