@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dpfim import engines
+from dpfim.choices import DEFAULT_FREQUENT_SIZES, DEFAULT_RULES_SIZES, DEFAULT_RULES_TOP
 from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
@@ -507,7 +508,7 @@ def rules_file(
     min_threshold: Number = "0.1",
     closure_share: Number | None = None,
     closure_noise: str | None = None,
-    top: int = 20,
+    top: int = DEFAULT_RULES_TOP,
     sizes: str | Sequence[int] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
@@ -521,7 +522,9 @@ def rules_file(
 
     req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
     with worker():  # pandas + mlxtend load in a forked child while the file is read
-        return mine_file(source, top=top, sizes=_sizes(sizes, kwargs, "1-2"), _rules=req, **kwargs)
+        return mine_file(
+            source, top=top, sizes=_sizes(sizes, kwargs, DEFAULT_RULES_SIZES), _rules=req, **kwargs
+        )
 
 
 def association_rules(
@@ -529,7 +532,7 @@ def association_rules(
     *,
     eps: Number,
     delta: Number,
-    top: int = 20,
+    top: int = DEFAULT_RULES_TOP,
     sizes: str | Sequence[int] | None = None,
     metric: str = "confidence",
     min_threshold: Number = 0.1,
@@ -549,7 +552,7 @@ def association_rules(
 
     req = check_rules(metric, min_threshold, closure_share, noise=closure_noise)
     keep: dict[str, Any] = {}
-    sizes = _sizes(sizes, kwargs, "1-2")
+    sizes = _sizes(sizes, kwargs, DEFAULT_RULES_SIZES)
     result = mine(
         data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
     )
@@ -563,7 +566,7 @@ def frequent_itemsets(
     *,
     eps: Number,
     delta: Number,
-    top: int = 20,
+    top: int = DEFAULT_RULES_TOP,
     sizes: str | Sequence[int] | None = None,
     use_colnames: bool = True,
     closure_share: Number | None = None,
@@ -593,7 +596,7 @@ def frequent_itemsets(
         labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
     req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
-    sizes = _sizes(sizes, kwargs, "1-3")
+    sizes = _sizes(sizes, kwargs, DEFAULT_FREQUENT_SIZES)
     result = mine(
         data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
     )

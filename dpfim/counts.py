@@ -129,13 +129,6 @@ class ItemIds:
         return found
 
 
-def lower_to_by_ensure(counts: RankedCounts, s: int) -> None:
-    """lower_to for an engine that can only deepen by rank: ask for one more itemset at a
-    time (each ask lowers the threshold at least once) until every count >= s is there."""
-    while counts.threshold > s and not counts.complete:
-        counts.ensure(len(counts.counts) + 1)
-
-
 def tie_order(counts: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The contract's order (invariant 4): decreasing count, ties lexicographic in `rows`,
     whose entries are first-appearance positions (or ids ordered like them)."""

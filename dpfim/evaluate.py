@@ -31,6 +31,7 @@ from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records, basket_note
 from dpfim.readers.records import truncate, truncation_key
+from dpfim.request import DEFAULT_CANDIDATES
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (
@@ -62,7 +63,7 @@ TOPK_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class Plan:
+class MechanismChoice:
     mechanisms: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (mechanism, why)
 
@@ -74,10 +75,10 @@ def parse_list(text: str, what: str) -> list[str]:
     return items
 
 
-def plan(mechanisms: Sequence[str], neighbours: str) -> Plan:
+def choose_mechanisms(mechanisms: Sequence[str], neighbours: str) -> MechanismChoice:
     """Which mechanisms run under this neighbouring relation (the others are skipped, said why).
 
-    A plan in which nothing can run is a usage error, never an empty table.
+    A choice in which nothing can run is a usage error, never an empty table.
     """
     unknown = [m for m in mechanisms if m not in registry.REGISTRY]
     if unknown:
@@ -96,7 +97,7 @@ def plan(mechanisms: Sequence[str], neighbours: str) -> Plan:
             f"--mechanisms: none of {', '.join(dict.fromkeys(mechanisms))} can run under "
             f"--neighbours {neighbours}; pass --neighbours add-remove or another mechanism"
         )
-    return Plan(tuple(run), tuple(skipped))
+    return MechanismChoice(tuple(run), tuple(skipped))
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def evaluate_file(
     check_delta(delta)
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
-    chosen = plan(parse_list(mechanisms, "--mechanisms"), neighbours)
+    chosen = choose_mechanisms(parse_list(mechanisms, "--mechanisms"), neighbours)
     check_options(  # --top, --support-share: usage errors before any data is read
         size=size,
         eps=eps_values[0],
@@ -264,7 +265,7 @@ def evaluate(
     neighbours: str = "replace",
     universe_size: int | None = None,
     max_record_items: int | str | None = None,
-    candidates: int = 10,
+    candidates: int = DEFAULT_CANDIDATES,
     rng: RandomSource | int | None = None,
     progress: Setting = False,
     top: int = 1,
@@ -281,8 +282,8 @@ def evaluate(
     """
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
-    source, _ = resolve(rng)
-    chosen = plan(mechanisms, neighbours).mechanisms
+    random_source, _ = resolve(rng)
+    chosen = choose_mechanisms(mechanisms, neighbours).mechanisms
     cap = check_record_cap(max_record_items)
     if isinstance(data, Records):
         if cap is not None:  # as mine: the default cap applies here too
@@ -305,9 +306,9 @@ def evaluate(
     # choosing's B: the cap (records hold at most that many items); with no cap, the longest
     # record (evaluate is not private: an exact function of the data is fine here)
     growth_b = cap if cap is not None else max(size, opened.longest_record())
-    index = opened.counts
-    index.ensure(max(top, 1))
-    c1 = int(index.counts[0]) if len(index.counts) else 0
+    ranked = opened.counts
+    ranked.ensure(max(top, 1))
+    c1 = int(ranked.counts[0]) if len(ranked.counts) else 0
     jobs = [(m, e) for m in chosen for e in eps_values]
     bar = None
     if progress_mode(progress) != OFF:
@@ -335,17 +336,17 @@ def evaluate(
         # in `dpfim mine` without --universe-items (open universe, "none" possible).
         k = universe_size if registry.get(mech).needs_vocabulary else None
         if topk_mode:
-            rows.append(_topk_row(index, opts, k, growth_b, trials, source, bar))
+            rows.append(_topk_row(ranked, opts, k, growth_b, trials, random_source, bar))
             continue
         picked: list[int | None] = []
         ells: list[float] = []
         spent = 0.0
         for _ in range(trials):
             t0 = time.perf_counter()
-            out, _, _ = run_mechanism(index, opts, source, k, max_record_items=growth_b)
+            out, _, _ = run_mechanism(ranked, opts, random_source, k, max_record_items=growth_b)
             spent += time.perf_counter() - t0
             if out.index is not None:
-                picked.append(int(index.counts[out.index]))
+                picked.append(int(ranked.counts[out.index]))
             else:
                 picked.append(0 if out.zero_pick else None)
             if "ell" in registry.get(mech).releases:
@@ -359,12 +360,12 @@ def evaluate(
 
 
 def _topk_row(
-    index: Counts,
+    ranked: Counts,
     opts: Any,
     universe_size: int | None,
     growth_b: int,
     trials: int,
-    source: RandomSource,
+    random_source: RandomSource,
     bar: Any,
 ) -> dict[str, Any]:
     """Top-k metrics of one mechanism x eps over `trials` runs of the real peeling code."""
@@ -373,7 +374,7 @@ def _topk_row(
     round_p = opts.round_public(universe_size, growth_b)  # the run's split (basic or tight)
     _, eps_sup = topk.shares(opts.eps, opts.supports, opts.support_share)
     k = opts.top
-    kth = int(index.counts[k - 1]) if len(index.counts) >= k else 0
+    kth = int(ranked.counts[k - 1]) if len(ranked.counts) >= k else 0
 
     def namer(view: Any, rng: RandomSource) -> tuple[int, ...]:
         # Which zero-count itemset is named does not change any metric (its count is 0), so a
@@ -390,10 +391,10 @@ def _topk_row(
     for _ in range(trials):
         t0 = time.perf_counter()
         picks, _ = topk.peel(
-            index, spec, p, k, source, namer if universe_size else None, round_p=round_p
+            ranked, spec, p, k, random_source, namer if universe_size else None, round_p=round_p
         )
         if opts.supports:
-            picks = topk.add_supports(picks, eps_sup, source)
+            picks = topk.add_supports(picks, eps_sup, random_source)
         spent += time.perf_counter() - t0
         counts = [q.count for q in picks]
         hits = sum(1 for c in counts if c >= kth)
@@ -402,8 +403,8 @@ def _topk_row(
         if picks:
             precision.append(hits / len(picks))
             if any(c == 0 for c in counts):
-                index.ensure(2**62)  # the true rank of a zero-count pick needs every count
-            true = topk.true_ranks(index.counts, counts)
+                ranked.ensure(2**62)  # the true rank of a zero-count pick needs every count
+            true = topk.true_ranks(ranked.counts, counts)
             rank_err.extend(abs(t - q.rank) for t, q in zip(true, picks, strict=True))
         for q in picks:
             if q.noisy_support is not None and q.count > 0:

@@ -13,17 +13,15 @@ again after rounding (the search itself runs on that decimal grid).
 from __future__ import annotations
 
 import dataclasses
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from dpfim.accountants import get_accountant
-from dpfim.accounting import Accountant, Cost
+from dpfim.accounting import SIGNIFICANT, Accountant, Cost, decimal_down, exact_text, unit
 from dpfim.errors import BudgetError, ParameterError
 from dpfim.params import MIN_EPS, check_delta, check_eps, format_amount
-from dpfim.request import Options, check_options
+from dpfim.request import DEFAULT_CANDIDATES, Options, check_options
 
-SIGNIFICANT = 6
 # a placeholder delta for mechanisms that spend none (their cost does not read it)
 _UNUSED_DELTA = Fraction(1, 2)
 
@@ -43,22 +41,6 @@ def _fits(
     return accountant.fits([_cost_at(opts, eps).times(runs)], *budget)
 
 
-def _unit(x: Fraction) -> Fraction:
-    """The last place of x > 0 at SIGNIFICANT significant decimal digits."""
-    exp = 0
-    while Fraction(10) ** (exp + 1) <= x:
-        exp += 1
-    while Fraction(10) ** exp > x:
-        exp -= 1
-    return Fraction(10) ** (exp - SIGNIFICANT + 1)
-
-
-def _decimal_down(x: Fraction) -> Fraction:
-    """x > 0 rounded down to SIGNIFICANT significant decimal digits."""
-    unit = _unit(x)
-    return (x // unit) * unit
-
-
 def plan(
     *,
     budget_eps: str | Fraction,
@@ -73,7 +55,7 @@ def plan(
     support_share: str | Fraction | None = None,
     size: int | None = None,
     sizes: str | None = None,
-    candidates: int = 10,
+    candidates: int = DEFAULT_CANDIDATES,
 ) -> dict[str, Any]:
     """The largest per-run eps (rounded down to an exact decimal) for `runs` runs in the budget.
 
@@ -113,23 +95,22 @@ def plan(
         lo = hi
     else:
         while hi - lo > max(lo, MIN_EPS) / 10**SIGNIFICANT:
-            mid = _decimal_down((lo + hi) / 2) if lo > 0 else (lo + hi) / 2
+            mid = decimal_down((lo + hi) / 2) if lo > 0 else (lo + hi) / 2
             if mid <= lo:
                 mid = (lo + hi) / 2
             if _fits(opts, mid, runs, acct, budget):
                 lo = mid
             else:
                 hi = mid
-    best = _decimal_down(lo) if lo > 0 else Fraction(0)
+    best = decimal_down(lo) if lo > 0 else Fraction(0)
     while best >= MIN_EPS and not _fits(opts, best, runs, acct, budget):
-        best = _decimal_down(best - _unit(best) / 2)  # re-checked after rounding
+        best = decimal_down(best - unit(best) / 2)  # re-checked after rounding
     if best < MIN_EPS:
         raise BudgetError(
             f"infeasible: no per-run eps >= {format_amount(MIN_EPS)} keeps {runs} runs within "
             f"eps={format_amount(b_eps)}, delta={format_amount(b_delta)} under {accountant}"
         )
     total = acct.compose([_cost_at(opts, best).times(runs)], delta=b_delta)
-    exact = format(Decimal(best.numerator) / Decimal(best.denominator), "f")
     return {
         "mechanism": mechanism,
         "neighbours": neighbours,
@@ -139,6 +120,6 @@ def plan(
         "budget": {"eps": float(b_eps), "delta": float(b_delta)},
         "per_run_delta": float(per_delta),
         "per_run_eps": float(best),
-        "per_run_eps_exact": exact,
+        "per_run_eps_exact": exact_text(best),  # a decimal of <= SIGNIFICANT digits
         "spent": {"eps": float(total.eps), "delta": float(total.delta), "bound": total.accountant},
     }

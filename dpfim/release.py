@@ -33,7 +33,7 @@ from dpfim.accounting import Accountant, amount, basic, exact_text
 from dpfim.counts import Counts, Key
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome
-from dpfim.mechanisms.registry import Public, Spec
+from dpfim.mechanisms.registry import Mechanism, Public
 from dpfim.params import fraction_to_float
 from dpfim.request import (
     DEFAULT_SUPPORT_SHARE,
@@ -80,7 +80,7 @@ ZeroNamer = Callable[[Without, RandomSource], tuple[int, ...]]
 
 def peel(
     counts: Counts,
-    spec: Spec,
+    spec: Mechanism,
     p: Public,
     k: int,
     rng: RandomSource,
@@ -137,7 +137,7 @@ def add_supports(picks: list[Pick], eps_support: Fraction, rng: RandomSource) ->
 
 
 def ledger(
-    spec: Spec,
+    spec: Mechanism,
     p: Public,
     k: int,
     eps_support: Fraction,
@@ -360,7 +360,7 @@ class Release:
     none did), the extra public parameters and the ledger. `single`: the classic top-1 result
     (one size, K = 1, no supports), whose schema and ledger stay as they were."""
 
-    spec: Spec
+    spec: Mechanism
     picks: list[Pick]
     names: list[list[str]]
     last: Outcome | None

@@ -51,7 +51,7 @@ def shares(eps: Fraction, supports: bool, share: Fraction) -> tuple[Fraction, Fr
 
 
 def run_cost(
-    spec: registry.Spec,
+    spec: registry.Mechanism,
     p: registry.Public,
     k: int,
     eps_support: Fraction,
@@ -63,13 +63,17 @@ def run_cost(
     return split_of(spec, p, k, eps_support, accountant).cost(round_cost(spec, p))
 
 
-def round_cost(spec: registry.Spec, p: registry.Public) -> RoundCost:
+def round_cost(spec: registry.Mechanism, p: registry.Public) -> RoundCost:
     """The typed cost of one round at (eps0, delta0): the mechanism's own cost (public only)."""
     return lambda eps0, delta0: spec.charge(p.scaled(eps0, delta0))
 
 
 def split_of(
-    spec: registry.Spec, p: registry.Public, k: int, eps_support: Fraction, accountant: Accountant
+    spec: registry.Mechanism,
+    p: registry.Public,
+    k: int,
+    eps_support: Fraction,
+    accountant: Accountant,
 ) -> Split:
     """How a run of K rounds at p's (eps_sel, delta) is split (Accountant.split): a function of
     public parameters only, computed once per distinct request."""

@@ -58,10 +58,6 @@ if TYPE_CHECKING:
 
     from dpfim.release import Release
 
-# The stated default split: half of eps selects, half releases the closure's supports (and n
-# under add/remove, as one more coordinate of the same vector).
-DEFAULT_TOP = 20
-DEFAULT_SIZES = "1-2"
 DEFAULT_METRIC = "confidence"
 DEFAULT_MIN_THRESHOLD = 0.1
 METRICS = RULE_METRICS  # dpfim/choices.py

@@ -48,7 +48,7 @@ def test_a_clear_winner_is_always_found_and_a_tie_is_found_half_way() -> None:
 
 
 def test_replace_skips_add_remove_only_mechanisms() -> None:
-    p = ev.plan(["lmm", "lmm-gap", "choosing", "em"], "replace")
+    p = ev.choose_mechanisms(["lmm", "lmm-gap", "choosing", "em"], "replace")
     assert p.mechanisms == ("lmm", "em")
     assert [m for m, _ in p.skipped] == ["lmm-gap", "choosing"]
 

@@ -36,7 +36,7 @@ def _rechecked(result: dict[str, Any], **kw: Any) -> None:
     budget = (Fraction(2), Fraction(1, 10**6))
     acct = get_accountant(result["accountant"])
     assert plan._fits(opts, best, 365, acct, budget)
-    assert not plan._fits(opts, best + plan._unit(best), 365, acct, budget)
+    assert not plan._fits(opts, best + accounting.unit(best), 365, acct, budget)
 
 
 def test_basic_is_the_budget_over_n_rounded_down() -> None:

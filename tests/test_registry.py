@@ -1,4 +1,4 @@
-"""The mechanism registry: one Spec per mechanism, read by api, cli, evaluate and the audit."""
+"""The mechanism registry: one Mechanism per mechanism, read by api, cli, evaluate and the audit."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def _always_first(counts: RankedCounts, p: registry.Public, rng: RandomSource) -
 
 
 def test_adding_a_mechanism_is_one_registry_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = registry.Spec(
+    spec = registry.Mechanism(
         "first",
         registry.BOTH,
         _always_first,

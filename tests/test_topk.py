@@ -143,7 +143,8 @@ def test_peeling_runs_each_round_at_eps_over_k_on_the_shrunk_counts() -> None:
         seen.append((p.eps, p.delta, tuple(int(x) for x in c)))
         return Outcome(None, None, 0)
 
-    spec = registry.Spec("spy", registry.BOTH, spy, registry.LMM.cost, registry.LMM.none_hint)
+    lmm = registry.get("lmm")
+    spec = registry.Mechanism("spy", registry.BOTH, spy, lmm.cost, lmm.none_hint)
     vec = VectorCounts([5, 9, 7, 1])
     picks, last = topk.peel(
         vec, spec, registry.Public(Fraction(3), Fraction(1, 100)), 3, seeded_source(1)

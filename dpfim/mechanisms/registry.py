@@ -3,7 +3,8 @@
 Each mechanism module exports one `Mechanism` (dpfim/mechanisms/base.py: run, typed cost,
 none-hint, valid neighbours, needs, extra parameters); api.py, cli.py, evaluate.py and the
 privacy audit read this table instead of listing mechanisms themselves. Adding a mechanism is
-one file plus one line below.
+one file plus one line below, and one line in tests/audit/audited.py naming its privacy audit
+(tests/audit/test_audit_coverage.py fails until it is there).
 
 Everything a Mechanism computes from `Public` is a function of public parameters only (never
 of the data): the cost charged, the extra parameters printed in the result, the "none" hint.
@@ -14,9 +15,7 @@ from __future__ import annotations
 from dpfim.mechanisms import baselines, lmm, lmm_floor, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import ADD_REMOVE, BOTH, Mechanism, Public
 
-__all__ = ["ADD_REMOVE", "BOTH", "NAMES", "REGISTRY", "Mechanism", "Public", "Spec", "get"]
-
-Spec = Mechanism  # the former name, kept for callers that build one (tests)
+__all__ = ["ADD_REMOVE", "BOTH", "NAMES", "REGISTRY", "Mechanism", "Public", "get"]
 
 REGISTRY: dict[str, Mechanism] = {
     m.name: m
@@ -34,7 +33,6 @@ REGISTRY: dict[str, Mechanism] = {
     )
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
-LMM = REGISTRY["lmm"]
 
 
 def get(name: str) -> Mechanism:
