@@ -19,7 +19,7 @@ import click
 
 from dpfim import __version__, parameters
 from dpfim.accounting import Cost, PureDP
-from dpfim.choices import DEFAULT_CLOSURE_SHARE
+from dpfim.choices import DEFAULT_CLOSURE_SHARE, DEFAULT_RULES_SIZES
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.params import check_delta, check_eps, format_amount
 from dpfim.progress import EXACT, OFF, PUBLIC
@@ -165,7 +165,7 @@ def rules(input_path: str, **opt: Any) -> None:
           --ledger budget.jsonl --budget-eps 10 --budget-delta 1e-5
     """
     if opt["size"] is None and opt["sizes"] is None:
-        opt["sizes"] = "1-2"
+        opt["sizes"] = DEFAULT_RULES_SIZES
     csv_path = opt.pop("csv_path")
     extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share", "closure_noise")}
 

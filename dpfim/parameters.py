@@ -19,6 +19,8 @@ from typing import Any
 from dpfim.choices import (
     ACCOUNTANTS,
     COMPRESSIONS,
+    DEFAULT_RULES_SIZES,
+    DEFAULT_RULES_TOP,
     ENGINES,
     FORMATS,
     MECHANISMS,
@@ -138,7 +140,7 @@ TABLE: tuple[Param, ...] = (
         _SIZES_HELP + ".",
         {
             MINE: {},
-            RULES: {"help": _SIZES_HELP + " [default: 1-2]."},
+            RULES: {"help": f"{_SIZES_HELP} [default: {DEFAULT_RULES_SIZES}]."},
             PLAN: {"help": "Several sizes ranked together (2,3 or 1-3)."},
             CREATE: {"help": "Each run's --sizes."},
         },
@@ -151,7 +153,7 @@ TABLE: tuple[Param, ...] = (
         "each; stops at the first none, the full budget is charged).",
         {
             MINE: {},
-            RULES: {"default": 20},
+            RULES: {"default": DEFAULT_RULES_TOP},
             EVALUATE: {
                 "help": "Evaluate top-K releases (as mine --top K): FNR@K, precision, rank error."
             },
