@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from dpfim import accounting, accounting_cache, ledger, tight
-from dpfim.ledger import budgets
 from dpfim.accountants import TIGHT
 from dpfim.accounting import ApproxDP, BoundedRange, Cost, InfeasibleError, PureDP
+from dpfim.ledger import budgets
 
 pytest.importorskip("dp_accounting")
 

@@ -20,9 +20,9 @@ from cli_run import run
 import dpfim.api
 import dpfim.readers
 from dpfim import ledger
-from dpfim.ledger import store
 from dpfim.accounting import ApproxDP, Cost
 from dpfim.errors import BudgetError, LedgerError, ParameterError
+from dpfim.ledger import store
 
 
 @pytest.fixture
