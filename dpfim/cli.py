@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dpfim import __version__, parameters
-from dpfim.accounting import Cost, PureDP
 from dpfim.choices import DEFAULT_CLOSURE_SHARE, DEFAULT_RULES_SIZES
 from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
 from dpfim.params import check_delta, check_eps, format_amount
@@ -513,47 +512,18 @@ def ledger_create(path: str, **opt: Any) -> None:
       dpfim ledger create ledger.jsonl --dataset orders --budget-eps 2 --budget-delta 1e-6 \\
           --accountant tight --mechanism em --neighbours add-remove --eps 0.04 --delta 1e-6
     """
-    from dpfim.accountants import get_accountant
-
-    accountant = get_accountant(opt["accountant"])
     dataset = opt["dataset"]
-    if not dataset.strip():
-        raise ParameterError("--dataset must not be empty")
-    run_options = ("eps", "delta", "top", "supports", "support_share", "size", "sizes")
-    given = opt["eps"] is not None or opt["delta"] is not None
-    if accountant.needs_fixed_costs and (opt["eps"] is None or opt["delta"] is None):
-        raise ParameterError(
-            "--accountant tight fixes each run's cost: give the runs' --eps and --delta (and "
-            "--mechanism, --top, ... as the runs will)"
-        )
-    if not accountant.needs_fixed_costs and given:
-        raise ParameterError(
-            "--eps/--delta fix a tight data set's per-run cost; a basic data set has none"
-        )
-    if accountant.needs_fixed_costs:
-        opts = _api().check_options(
-            universe_given=True,
-            mechanism=opt["mechanism"],
-            neighbours=opt["neighbours"],
-            candidates=opt["candidates"],
-            accountant=accountant.name,
-            **{k: opt[k] for k in run_options},
-        )
-        cost = opts.cost()
-    else:
-        cost = Cost.of(PureDP(Fraction(0)), opt["neighbours"])  # only checked to fit
-    spend = ledger_mod.Spend(
-        path=path,
+    st = ledger_mod.create_budget(
+        path,
         dataset=dataset,
-        cost=cost,
-        mechanism=opt["mechanism"],
-        command=["dpfim", *sys.argv[1:]],
-        budget_eps=check_eps(opt["budget_eps"]),
-        budget_delta=check_delta(opt["budget_delta"]),
+        budget_eps=opt["budget_eps"],
+        budget_delta=opt["budget_delta"],
+        accountant=opt["accountant"],
+        neighbours=opt["neighbours"],
         note=opt["note"],
-        accountant=accountant.name,
+        command=["dpfim", *sys.argv[1:]],
+        run={k: opt[k] for k in ledger_mod.RUN_OPTIONS},
     )
-    st = ledger_mod.create(spend)
     line = f"{path}: created data set {dataset!r}: " + _state_line(dataset, st).split(": ", 1)[1]
     write_text(line + "\n", None, flag=None)
 

@@ -18,6 +18,7 @@ import pytest
 from dpfim import accounting, accounting_cache, ledger, tight
 from dpfim.accountants import TIGHT
 from dpfim.accounting import ApproxDP, BoundedRange, Cost, InfeasibleError, PureDP
+from dpfim.ledger import budgets
 
 pytest.importorskip("dp_accounting")
 
@@ -199,7 +200,7 @@ def test_a_hit_does_not_load_dp_accounting(tmp_path: Path) -> None:
 
 def _probing(st: ledger.DatasetState) -> int:
     """runs_left as it was computed before the capacity was kept: fits(runs + m) probed."""
-    return ledger._most(lambda m: st.fits(st.runs + m))
+    return budgets._most(lambda m: st.fits(st.runs + m))
 
 
 @pytest.mark.parametrize(

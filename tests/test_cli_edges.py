@@ -258,16 +258,16 @@ def test_a_full_disk_while_writing_the_ledger_head_leaves_no_temporary_file(
     import errno
     import os
 
-    from dpfim import ledger
+    from dpfim.ledger import store
 
-    class FullDisk:  # the ledger module's `os`, with a disk that is full
+    class FullDisk:  # the ledger store's `os`, with a disk that is full
         def __getattr__(self, name: str) -> Any:
             return getattr(os, name)
 
         def write(self, fd: int, data: bytes) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ledger, "os", FullDisk())
+    monkeypatch.setattr(store, "os", FullDisk())
     data = _pairs(tmp_path)
     path = tmp_path / "new.jsonl"
     args = ["mine", str(data), *EPS, "--ledger", str(path), "--dataset", "d"]

@@ -115,6 +115,14 @@ def test_accounting_imports_neither_tight_nor_the_table_even_lazily() -> None:
     assert not names & {"dpfim.tight", "dpfim.accountants"}
 
 
+def test_the_ledger_store_knows_no_budgets_and_the_budgets_no_runs() -> None:
+    """dpfim/ledger/: store <- budgets <- runs (docs/architecture.md), never back."""
+    graph = import_graph()
+    assert not {"dpfim.ledger.budgets", "dpfim.ledger.runs"} & graph["dpfim.ledger.store"]
+    assert "dpfim.ledger.runs" not in graph["dpfim.ledger.budgets"]
+    assert "dpfim.ledger.store" in graph["dpfim.ledger.budgets"]
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph) == ["a", "b", "c", "a"]

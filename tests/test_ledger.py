@@ -22,6 +22,7 @@ import dpfim.readers
 from dpfim import ledger
 from dpfim.accounting import ApproxDP, Cost
 from dpfim.errors import BudgetError, LedgerError, ParameterError
+from dpfim.ledger import store
 
 
 @pytest.fixture
@@ -206,7 +207,7 @@ def test_a_failing_writer_releases_nothing_and_leaves_a_valid_ledger(
         fh.flush()
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(ledger, "_append", full_disk)
+    monkeypatch.setattr(store, "_append", full_disk)
     target = tmp_path / "out.json"
     code, out, err = run(
         [
@@ -479,7 +480,7 @@ def test_ledger_head_prints_the_chain_head_and_verify_checks_it(tmp_path: Path) 
     # roll back by rewriting ledger and head together from a copy taken before the spend
     lines = path.read_bytes().split(b"\n")[:-1]
     path.write_bytes(lines[0] + b"\n")
-    head = json.dumps({"v": 1, "seq": 1, "sha256": ledger._line_hash(lines[0])})
+    head = json.dumps({"v": 1, "seq": 1, "sha256": store._line_hash(lines[0])})
     Path(ledger.head_path(str(path))).write_text(head + "\n")
     assert run(["ledger", "verify", str(path)])[0] == 0  # undetectable without an outside log
     code, _, err = run(["ledger", "verify", str(path), "--expect-head", sha])
@@ -625,14 +626,14 @@ def test_a_crash_during_the_first_spend_leaves_a_lagging_head_not_a_missing_one(
 ) -> None:
     """The head (seq 0) is written before the first line; a failure after the append lags."""
     path = tmp_path / "l.jsonl"
-    real = ledger._write_head
+    real = store._write_head
 
     def crash_after_append(p: str, head: ledger.Head, mode: int) -> None:
         if head.seq > 0:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         real(p, head, mode)
 
-    monkeypatch.setattr(ledger, "_write_head", crash_after_append)
+    monkeypatch.setattr(store, "_write_head", crash_after_append)
     with pytest.raises(ledger.LedgerWriteError, match="the spend is recorded"):
         spend(path)
     monkeypatch.undo()

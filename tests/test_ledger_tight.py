@@ -270,6 +270,35 @@ def test_ledger_create_of_a_basic_data_set_takes_no_run_options(tmp_path: Path) 
     assert (st.budget_eps, st.accountant, st.per_run, st.runs) == (1, BASIC, None, 0)
 
 
+def test_create_budget_is_ledger_create_without_the_cli(tmp_path: Path) -> None:
+    """The budget rules of `ledger create` live in the library: the same refusals, and the
+    same budget line as the command writes."""
+    by_cli, by_lib = tmp_path / "cli.jsonl", tmp_path / "lib.jsonl"
+    b_eps = budget_for(RUN, 3)
+    budget = ["--budget-eps", b_eps, "--budget-delta", "1e-6", "--accountant", "tight"]
+    tight = [*budget, "--eps", "0.2", "--delta", "1e-7"]
+    code, _, err = run(["ledger", "create", str(by_cli), "--dataset", "orders", *tight])
+    assert code == 0, err
+    kw: dict[str, Any] = {"dataset": "orders", "budget_eps": b_eps, "budget_delta": "1e-6"}
+    with pytest.raises(ParameterError, match="give the runs' --eps and --delta"):
+        ledger.create_budget(str(by_lib), accountant="tight", **kw)
+    with pytest.raises(ParameterError, match="a basic data set has none"):
+        ledger.create_budget(str(by_lib), run={"eps": "0.2"}, **kw)
+    with pytest.raises(ParameterError, match="--dataset must not be empty"):
+        ledger.create_budget(str(by_lib), **{**kw, "dataset": " "})
+    assert not by_lib.exists()
+    run_options = {"eps": "0.2", "delta": "1e-7"}
+    st = ledger.create_budget(str(by_lib), accountant="tight", run=run_options, **kw)
+    assert (st.runs, st.per_run, st.runs_left()) == (0, RUN, 3)
+
+    def budget_line(path: Path) -> dict[str, Any]:
+        line = json.loads(path.read_text())
+        return {k: v for k, v in line.items() if k not in ("time", "command", "prev")}
+
+    assert budget_line(by_lib) == budget_line(by_cli)
+    assert ledger.verify(str(by_lib)) == 1
+
+
 def test_show_of_a_tight_data_set_without_dp_accounting_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
