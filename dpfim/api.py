@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from dpfim import engines
+from dpfim import engines, parameters
 from dpfim.choices import DEFAULT_FREQUENT_SIZES, DEFAULT_RULES_SIZES, DEFAULT_RULES_TOP
 from dpfim.counts import Counts
 from dpfim.engines import Opened
@@ -238,6 +238,12 @@ def mine_file(
     percents read (an input of unknown size: a line without numbers).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
+    call = locals()
+    refusal = parameters.not_applying(
+        parameters.MINE, parameters.given_in_library(parameters.MINE, call), call
+    )
+    if refusal is not None:
+        raise ParameterError(refusal)
     diag = diagnostics or Diagnostics()
     opts = check_options(
         size=size,

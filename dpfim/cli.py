@@ -289,7 +289,10 @@ def _check_applies(command: str, opt: dict[str, Any]) -> None:
         for name in opt
         if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
     ]
-    message = parameters.not_applying(command, given, opt)
+    values = dict(opt)
+    if "mechanisms" in opt:  # evaluate compares several: an option applies if one reads it
+        values["mechanism"] = [m.strip() for m in opt["mechanisms"].split(",") if m.strip()]
+    message = parameters.not_applying(command, given, values)
     if message is not None:
         raise ParameterError(message)
 
@@ -335,6 +338,8 @@ def _ledger_hooks(input_path: str, opt: dict[str, Any]) -> ledger_mod.LedgerRun 
             raise ParameterError(
                 "--budget-eps, --budget-delta, --raise-budget and --note need --ledger"
             )
+        if opt["dataset"] is not None:
+            raise ParameterError("--dataset names a data set in the ledger: it needs --ledger")
         return None
     if opt["seed"] is not None:
         raise ParameterError("--seed runs are not private and cannot be spent from a --ledger")

@@ -334,6 +334,7 @@ TABLE: tuple[Param, ...] = (
         "[default: the data's own distinct items].",
         {EVALUATE: {}},
         type=int,
+        applies={"mechanism": ("em", "noisy-max-laplace", "permute-and-flip")},
     ),
     # the input
     Param(
@@ -413,6 +414,7 @@ TABLE: tuple[Param, ...] = (
         "(docs/privacy.md 1.2), never a stop.",
         _for(*RUNS),
         metavar="SIZE",
+        applies={"engine": ("local",)},  # Spark's memory is its own (--spark-conf)
         library=True,
     ),
     Param(
@@ -644,10 +646,26 @@ def not_applying(command: str, given: Iterable[str], values: Mapping[str, Any]) 
             continue
         for on, names in p.applies.items():
             value = values.get(on)
-            if value is not None and value not in names:
-                which = ", ".join(names)
+            if value is None:
+                continue
+            used = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+            if not set(used) & set(names):  # a list (evaluate's --mechanisms): any of them
+                which, flag = ", ".join(names), f"--{on}" + ("s" if len(used) > 1 else "")
                 return (
-                    f"{p.flag} applies to --{on} {which} only; this run uses --{on} {value}: "
-                    f"drop {p.flag}"
+                    f"{p.flag} applies to --{on} {which} only; this run uses {flag} "
+                    f"{', '.join(used)}: drop {p.flag}"
                 )
     return None
+
+
+def given_in_library(command: str, values: Mapping[str, Any]) -> list[str]:
+    """The parameters a library call set (the CLI knows what was typed; a keyword call only
+    what differs from the table's default): a value that is not None, empty or False and not
+    the command's default."""
+    return [
+        p.name
+        for p in of(command)
+        if p.name in values
+        and values[p.name] not in (None, False, (), {})
+        and values[p.name] != p.setting(command, "default")
+    ]

@@ -48,7 +48,7 @@ def test_the_library_takes_every_keyword_the_table_passes_on(command, function):
 
 def test_mechanism_parameters_agree_with_the_table():
     """A row that applies to some mechanisms names exactly those that declare it."""
-    for p in parameters.TABLE:
+    for p in parameters.of(parameters.MINE):
         owners = p.applies.get("mechanism")
         declared = {n for n, m in registry.REGISTRY.items() if p.name in m.parameters}
         if owners is None:
@@ -135,7 +135,9 @@ class _Fixed:
         pass
 
 
-_OWNED = {p.name for p in parameters.TABLE if "mechanism" in p.applies}
+# a mechanism's own parameters: the rows of a run that apply to some mechanisms (evaluate's
+# --universe-size applies to the compared mechanisms that need a vocabulary, and owns nothing)
+_OWNED = {p.name for p in parameters.of(parameters.MINE) if "mechanism" in p.applies}
 
 
 @pytest.mark.parametrize("name", registry.NAMES)
@@ -209,3 +211,33 @@ def test_reading_options_the_format_takes_are_taken(tmp_path):
     assert res.exit_code == 0, res.output
     res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "--seed", "1", "--sep", ",")
     assert res.exit_code == 0, res.output
+
+
+def test_max_memory_is_the_local_engine_s_and_dataset_needs_a_ledger():
+    res = _run(
+        "mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "--engine", "spark", "--max-memory", "1G"
+    )
+    assert res.exit_code == 2 and "--max-memory applies to --engine local only" in res.output
+    res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "--dataset", "orders")
+    assert res.exit_code == 2 and "--dataset names a data set in the ledger" in res.output
+
+
+def test_evaluate_refuses_an_option_no_compared_mechanism_reads():
+    res = _run(
+        "evaluate", SAMPLE, "--trials", "1", "--mechanisms", "lmm,stability", "--candidates", "5"
+    )
+    assert res.exit_code == 2, res.output
+    assert "this run uses --mechanisms lmm, stability: drop --candidates" in res.output
+    res = _run("evaluate", SAMPLE, "--trials", "1", "--mechanisms", "lmm", "--universe-size", "200")
+    assert res.exit_code == 2 and "--universe-size applies to --mechanism em" in res.output
+
+
+def test_the_python_api_refuses_what_does_not_apply_too(tmp_path):
+    from dpfim.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="--candidates applies to"):
+        api.mine_file(SAMPLE, eps=1, delta="1e-6", candidates=5, seed=1)
+    with pytest.raises(ParameterError, match="--spark-master applies to --engine spark"):
+        api.mine_file(SAMPLE, eps=1, delta="1e-6", spark_master="local[1]", seed=1)
+    out = api.mine_file(SAMPLE, eps=1, delta="1e-6", candidates=10, seed=1)  # the default
+    assert out["itemset"] is not None
