@@ -16,8 +16,11 @@ than l_d, a wall of ties) the selection moves past it, as lmm-tight's does.
 
 Privacy
 -------
-Neighbours: add/remove-one record ONLY (every count, hence every order statistic, moves by 0 or
-+1, or by 0 or -1). Cost: (eps, delta)-DP for the release (l, I), with eps = eps1 + eps2 + alpha.
+Neighbours: the steps above are proved under add/remove-one (every count, hence every order
+statistic, moves by 0 or +1, or by 0 or -1). Under replace-one they run at (eps/2, delta') with
+delta' (1 + e^(eps/2)) <= delta, which is (eps, delta)-DP under replace by group privacy (a
+replacement is a removal and an addition: docs/privacy.md §22.8).
+Cost: (eps, delta)-DP for the release (l, I), with eps = eps1 + eps2 + alpha.
 The search is pure DP: eps1 for "no pass" (the offset alone), eps1 + eps2 for a pass at l_j,
 whatever the thresholds (docs/privacy.md §22, Lemma S'; the offset only ever needs shifting up by
 0 or 1 between neighbours, so a one-sided law with P(g) <= e^eps1 P(g + 1) suffices); the
@@ -36,10 +39,10 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpfim.accounting import ApproxDP
+from dpfim.accounting import ApproxDP, Neighbours, decimal_down
 from dpfim.errors import ParameterError
 from dpfim.mechanisms.base import (
-    ADD_REMOVE,
+    BOTH,
     Mechanism,
     Outcome,
     Public,
@@ -50,6 +53,7 @@ from dpfim.mechanisms.base import (
 )
 from dpfim.mechanisms.baselines import round_up, run_limited_domain
 from dpfim.params import DEFAULT_ELL_MAX, log_fraction
+from dpfim.samplers import interval as iv
 from dpfim.samplers.laplace import discrete_laplace, geometric
 from dpfim.samplers.rng import RandomSource
 
@@ -196,6 +200,31 @@ def run_split(
 # --- registry facts -----------------------------------------------------------------------------
 
 
+GROUP_PREC = 96  # bits of the certified e^(eps/2) (only how tightly delta' is rounded down)
+
+
+def exp_upper(x: Fraction) -> Fraction:
+    """A rational >= e^x: the upper end of a certified interval."""
+    _, man, exp, _ = iv.exp(iv.exact(x, GROUP_PREC), GROUP_PREC)[1]
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+
+
+def add_remove_pair(eps: Fraction, delta: Fraction) -> tuple[Fraction, Fraction]:
+    """The add/remove (eps', delta') whose guarantee is (eps, delta) under replace-one by group
+    privacy (§22.8): eps' = eps/2 and delta' = delta / (1 + e^(eps/2)), rounded down to six
+    significant digits (so delta' (1 + e^eps') <= delta)."""
+    half = eps / 2
+    return half, decimal_down(delta / (1 + exp_upper(half)))
+
+
+def inner(p: Public) -> Public:
+    """The add/remove parameters the steps run at: p itself under add/remove, the group-privacy
+    pair under replace."""
+    if p.relation is Neighbours.REPLACE:
+        return p.scaled(*add_remove_pair(p.eps, p.delta))
+    return p
+
+
 def cost(eps: Fraction, delta: Fraction) -> ApproxDP:
     """The run-level pair: one generic (eps, delta) cost (never its per-step rows)."""
     return ApproxDP(eps, delta)
@@ -235,6 +264,32 @@ def steps(eps: Fraction, delta: Fraction, default_rank: int) -> Steps:
     )
 
 
+def _steps(p: Public) -> Steps:
+    q = inner(p)
+    rows = steps(q.eps, q.delta, p.candidates)
+    if q is p:
+        return rows
+    return Steps(
+        rows.rows,
+        rows.note + f" Under replace-one neighbours the steps run at eps' = {q.eps}, delta' = "
+        f"{q.delta} (add/remove); a replacement is a removal and an addition, so the run is "
+        f"(2 eps', (1 + e^eps') delta') <= ({p.eps}, {p.delta})-DP under replace by group "
+        "privacy (docs/privacy.md §22.8).",
+    )
+
+
+def _extra(p: Public) -> dict[str, object]:
+    q = inner(p)
+    out: dict[str, object] = {
+        "ell_max": p.ell_max,
+        "default_rank": p.candidates,
+        "split": split_params(make_split(q.eps, q.delta)),
+    }
+    if q is not p:
+        out["group_privacy"] = {"eps_add_remove": str(q.eps), "delta_add_remove": str(q.delta)}
+    return out
+
+
 def split_params(split: FloorShares) -> dict[str, str]:
     """The split as exact rationals, for the result's params."""
     return {
@@ -266,24 +321,20 @@ def _hint(p: Public) -> str:
 
 MECHANISM = Mechanism(
     NAME,
-    ADD_REMOVE,
+    BOTH,  # replace-one through group privacy (§22.8)
     lambda c, p, rng: run(
         c,
-        p.eps,
-        p.delta,
+        inner(p).eps,
+        inner(p).delta,
         rng,
         default_rank=p.candidates,
         ell_max=p.ell_max,
         universe_size=p.universe_size,
     ),
-    lambda p: cost(p.eps, p.delta),
-    _hint,
-    extra=lambda p: {
-        "ell_max": p.ell_max,
-        "default_rank": p.candidates,
-        "split": split_params(make_split(p.eps, p.delta)),
-    },
-    steps=lambda p: steps(p.eps, p.delta, p.candidates),
+    lambda p: cost(p.eps, p.delta),  # the pair under p's own relation
+    lambda p: _hint(inner(p)),
+    extra=_extra,
+    steps=_steps,
     releases=("ell",),
     parameters=("ell_max", "candidates"),
     check=check,
