@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from functools import wraps
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from dpfim import engines, parameters
 from dpfim.choices import DEFAULT_FREQUENT_SIZES, DEFAULT_RULES_SIZES, DEFAULT_RULES_TOP
@@ -84,6 +85,31 @@ __all__ = [
 ]
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+# mine()'s keywords where the command line's flag has another name
+_IN_MEMORY_NAMES = {"--universe-items": "universe", "--seed": "rng"}
+
+
+def _python_messages(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A usage error raised inside an in-memory entry point names the Python keyword, not the
+    command line's flag (`eps must be > 0`); mine_file and rules_file, which the CLI runs,
+    keep the flags (the CLI's messages are unchanged)."""
+
+    @wraps(func)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return func(*args, **kwargs)
+        except ParameterError as exc:
+            text = str(exc)
+            named = parameters.for_python(text, _IN_MEMORY_NAMES)
+            if named != text:
+                exc.args = (named, *exc.args[1:])
+            raise
+
+    return call
+
+
 @dataclass
 class Diagnostics:
     """Curator-only facts about a run (exact, NOT private): printed with --verbose only."""
@@ -93,6 +119,7 @@ class Diagnostics:
     warnings: list[str] = field(default_factory=list)
 
 
+@_python_messages
 def mine(
     records: Records | Iterable[Iterable[str]] | Any,
     *,
@@ -533,6 +560,7 @@ def rules_file(
         )
 
 
+@_python_messages
 def association_rules(
     data: Any,
     *,
@@ -567,6 +595,7 @@ def association_rules(
     return frame
 
 
+@_python_messages
 def frequent_itemsets(
     data: Any,
     *,
