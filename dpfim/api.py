@@ -628,7 +628,7 @@ def frequent_itemsets(
                 "use_colnames=False needs a one-hot DataFrame (its column positions); pass "
                 "use_colnames=True for item names"
             )
-        labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
+        labels = {str(c): j for j, c in enumerate(data.columns)}
     req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, DEFAULT_FREQUENT_SIZES)
