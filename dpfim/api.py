@@ -603,7 +603,7 @@ def frequent_itemsets(
     delta: Number,
     top: int = DEFAULT_RULES_TOP,
     sizes: str | Sequence[int] | None = None,
-    use_colnames: bool = True,
+    use_colnames: bool | None = None,
     closure_share: Number | None = None,
     closure_noise: str | None = None,
     **kwargs: Any,
@@ -614,21 +614,31 @@ def frequent_itemsets(
     every antecedent), with the n to pass as `num_itemsets` in `.attrs["num_itemsets"]`
     (noisy under add/remove) and the dpfim.rules/1 result in `.attrs["result"]`.
 
-    use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
-    item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does.
+    use_colnames: as mlxtend's on a one-hot DataFrame: False (the default) gives column
+    positions, True the column names. Other inputs (lists, Series, long frames) have no column
+    positions: their itemsets hold item names (the default, or True; False is refused).
     sizes: default "1-3" unless size= is given; closure_noise: as in rules_file."""
     from dpfim.errors import InputArgumentError
     from dpfim.rules import check_rules, itemsets_frame
 
+    if use_colnames is not None and not isinstance(use_colnames, bool):
+        raise TypeError(f"use_colnames must be True or False, got {use_colnames!r}")
     labels = None
     if not use_colnames:
         pd = sys.modules.get("pandas")
-        if pd is None or not isinstance(data, pd.DataFrame) or "record_col" in kwargs:
+        one_hot = (
+            pd is not None
+            and isinstance(data, pd.DataFrame)
+            and kwargs.get("record_col") is None
+            and kwargs.get("item_col") is None
+        )
+        if one_hot:  # mlxtend's default: column positions
+            labels = {str(c): j for j, c in enumerate(data.columns)}
+        elif use_colnames is False:  # None: no column positions, the items' names
             raise InputArgumentError(
                 "use_colnames=False needs a one-hot DataFrame (its column positions); pass "
                 "use_colnames=True for item names"
             )
-        labels = {str(c): j for j, c in enumerate(data.columns)}
     req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, DEFAULT_FREQUENT_SIZES)
