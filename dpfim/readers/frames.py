@@ -209,7 +209,7 @@ def _check_cells(values: np.ndarray, rows: np.ndarray, name: object) -> None:
     if len(bad):
         k = int(bad[0])
         raise RecordValueError(
-            f"row {int(rows[k])}, column {name!r}: value {values[k]!r} in a one-hot frame "
+            f"row {int(rows[k])}, column {name!r}: value {values[k].item()!r} in a one-hot frame "
             "(cells must be 0/1 or bool)"
         )
 
