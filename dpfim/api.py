@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from functools import wraps
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from dpfim import engines, parameters
 from dpfim.choices import DEFAULT_FREQUENT_SIZES, DEFAULT_RULES_SIZES, DEFAULT_RULES_TOP
@@ -84,6 +85,31 @@ __all__ = [
 ]
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+# mine()'s keywords where the command line's flag has another name
+_IN_MEMORY_NAMES = {"--universe-items": "universe", "--seed": "rng"}
+
+
+def _python_messages(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A usage error raised inside an in-memory entry point names the Python keyword, not the
+    command line's flag (`eps must be > 0`); mine_file and rules_file, which the CLI runs,
+    keep the flags (the CLI's messages are unchanged)."""
+
+    @wraps(func)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return func(*args, **kwargs)
+        except ParameterError as exc:
+            text = str(exc)
+            named = parameters.for_python(text, _IN_MEMORY_NAMES)
+            if named != text:
+                exc.args = (named, *exc.args[1:])
+            raise
+
+    return call
+
+
 @dataclass
 class Diagnostics:
     """Curator-only facts about a run (exact, NOT private): printed with --verbose only."""
@@ -93,6 +119,7 @@ class Diagnostics:
     warnings: list[str] = field(default_factory=list)
 
 
+@_python_messages
 def mine(
     records: Records | Iterable[Iterable[str]] | Any,
     *,
@@ -533,6 +560,7 @@ def rules_file(
         )
 
 
+@_python_messages
 def association_rules(
     data: Any,
     *,
@@ -567,6 +595,7 @@ def association_rules(
     return frame
 
 
+@_python_messages
 def frequent_itemsets(
     data: Any,
     *,
@@ -574,7 +603,7 @@ def frequent_itemsets(
     delta: Number,
     top: int = DEFAULT_RULES_TOP,
     sizes: str | Sequence[int] | None = None,
-    use_colnames: bool = True,
+    use_colnames: bool | None = None,
     closure_share: Number | None = None,
     closure_noise: str | None = None,
     **kwargs: Any,
@@ -585,21 +614,31 @@ def frequent_itemsets(
     every antecedent), with the n to pass as `num_itemsets` in `.attrs["num_itemsets"]`
     (noisy under add/remove) and the dpfim.rules/1 result in `.attrs["result"]`.
 
-    use_colnames: True (the default here, unlike mlxtend: names are what dpfim releases) gives
-    item names; False, on a one-hot DataFrame only, gives column positions as mlxtend does.
+    use_colnames: as mlxtend's on a one-hot DataFrame: False (the default) gives column
+    positions, True the column names. Other inputs (lists, Series, long frames) have no column
+    positions: their itemsets hold item names (the default, or True; False is refused).
     sizes: default "1-3" unless size= is given; closure_noise: as in rules_file."""
     from dpfim.errors import InputArgumentError
     from dpfim.rules import check_rules, itemsets_frame
 
+    if use_colnames is not None and not isinstance(use_colnames, bool):
+        raise TypeError(f"use_colnames must be True or False, got {use_colnames!r}")
     labels = None
     if not use_colnames:
         pd = sys.modules.get("pandas")
-        if pd is None or not isinstance(data, pd.DataFrame) or "record_col" in kwargs:
+        one_hot = (
+            pd is not None
+            and isinstance(data, pd.DataFrame)
+            and kwargs.get("record_col") is None
+            and kwargs.get("item_col") is None
+        )
+        if one_hot:  # mlxtend's default: column positions
+            labels = {str(c): j for j, c in enumerate(data.columns)}
+        elif use_colnames is False:  # None: no column positions, the items' names
             raise InputArgumentError(
                 "use_colnames=False needs a one-hot DataFrame (its column positions); pass "
                 "use_colnames=True for item names"
             )
-        labels = {str(c).strip(): j for j, c in enumerate(data.columns)}
     req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
     sizes = _sizes(sizes, kwargs, DEFAULT_FREQUENT_SIZES)

@@ -16,6 +16,7 @@ Exit codes (documented in docs/cli.md):
 from __future__ import annotations
 
 import contextlib
+import errno
 from collections.abc import Iterator
 
 
@@ -25,10 +26,30 @@ class DpfimError(Exception):
     exit_code: int = 1
 
 
-class ParameterError(DpfimError):
-    """A bad parameter or option combination (usage error)."""
+class ParameterError(DpfimError, ValueError):
+    """A bad parameter or option combination (usage error). A ValueError too, so that a
+    Python caller's `except ValueError` catches a bad keyword value as it would elsewhere."""
 
     exit_code = 2
+
+
+class InputNotFoundError(ParameterError, FileNotFoundError):
+    """A path to read (the input, a vocabulary, a ledger) that does not exist: a usage error
+    (exit 2) and a FileNotFoundError (errno ENOENT, `filename` set) for Python callers. Its
+    message is the one line the CLI prints, never OSError's "[Errno 2] ..." form. (Its errno
+    is none of the output errors' that dpfim.cli checks before DpfimError.)"""
+
+    def __init__(self, message: str, filename: str | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno.ENOENT
+        self.strerror = "No such file or directory"
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[type[InputNotFoundError], tuple[str, str | None]]:
+        return type(self), (str(self.args[0]), self.filename)
 
 
 class InputError(DpfimError):

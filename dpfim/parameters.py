@@ -12,6 +12,7 @@ Light on purpose: `dpfim --help` imports this module, so it imports no numpy and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -669,3 +670,23 @@ def given_in_library(command: str, values: Mapping[str, Any]) -> list[str]:
         and values[p.name] not in (None, False, (), {})
         and values[p.name] != p.setting(command, "default")
     ]
+
+
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def _keywords() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in TABLE:
+        for flag in p.flags:
+            if flag.startswith("--"):
+                out.setdefault(flag, p.name)  # the run's row first (--eps: eps, not eps_list)
+    return out
+
+
+def for_python(message: str, renames: Mapping[str, str] | None = None) -> str:
+    """A message written for the command line with each flag of the table named by its Python
+    keyword instead (`--eps must be > 0` -> `eps must be > 0`); `renames` overrides a keyword
+    where a function calls it otherwise (mine(): --universe-items is `universe`)."""
+    keywords = {**_keywords(), **(renames or {})}
+    return _FLAG.sub(lambda m: keywords.get(m.group(0), m.group(0)), message)

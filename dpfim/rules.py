@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 DEFAULT_METRIC = "confidence"
 DEFAULT_MIN_THRESHOLD = 0.1
 METRICS = RULE_METRICS  # dpfim/choices.py
+# mlxtend's association_rules columns (0.25; tests/test_mlxtend_habits.py compares them with
+# its own empty frame): a frame without rules has them all, as mlxtend's has
 _RULE_COLUMNS = [
     "antecedents",
     "consequents",
@@ -69,6 +71,13 @@ _RULE_COLUMNS = [
     "support",
     "confidence",
     "lift",
+    "representativity",
+    "leverage",
+    "conviction",
+    "zhangs_metric",
+    "jaccard",
+    "certainty",
+    "kulczynski",
 ]
 
 
@@ -415,6 +424,8 @@ def itemsets_frame(closure: Closure, *, labels: dict[str, Any] | None = None) ->
         if s > 0
     ]
     frame = pd.DataFrame(rows, columns=["support", "itemsets"])
+    if not rows:  # mlxtend's empty frame: float support, object itemsets (not two objects)
+        frame = frame.astype({"support": "float64", "itemsets": "object"})
     frame.attrs["num_itemsets"] = max(1, round(closure.n))  # mlxtend takes an int
     return frame
 

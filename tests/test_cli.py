@@ -218,7 +218,8 @@ def test_record_bound_below_the_largest_size_is_refused_by_the_library_too(
 ) -> None:
     from dpfim.errors import ParameterError
 
-    with pytest.raises(ParameterError, match="--max-record-items must be at least --size"):
+    # mine() names its keywords (the CLI says "--max-record-items must be at least --size")
+    with pytest.raises(ParameterError, match=r"^max_record_items must be at least size"):
         dpfim.api.mine(
             [["a", "b", "c"]], size=size, sizes=sizes, eps=1, delta="1e-6", max_record_items=bound
         )

@@ -225,7 +225,9 @@ def test_projection_is_the_least_squares_one(seed: int) -> None:
 
 def test_frequent_itemsets_is_mlxtend_shaped_and_downward_closed() -> None:
     df = _one_hot(BASKETS)
-    fi = dpfim.frequent_itemsets(df, eps=4, delta="1e-6", top=4, sizes="1-3", rng=3)
+    fi = dpfim.frequent_itemsets(
+        df, eps=4, delta="1e-6", top=4, sizes="1-3", rng=3, use_colnames=True
+    )
     assert list(fi.columns) == ["support", "itemsets"]
     assert all(isinstance(s, frozenset) for s in fi["itemsets"])
     assert fi.attrs["num_itemsets"] == len(BASKETS)  # replace: n is public
@@ -250,9 +252,14 @@ def test_use_colnames_false_gives_column_positions() -> None:
     df = _one_hot(BASKETS)
     fi = dpfim.frequent_itemsets(df, eps=4, delta="1e-6", top=3, rng=3, use_colnames=False)
     assert all(isinstance(i, int) for s in fi["itemsets"] for i in s)
-    named = dpfim.frequent_itemsets(df, eps=4, delta="1e-6", top=3, rng=3)
+    named = dpfim.frequent_itemsets(df, eps=4, delta="1e-6", top=3, rng=3, use_colnames=True)
     cols = list(df.columns)
     assert [frozenset(cols[i] for i in s) for s in fi["itemsets"]] == list(named["itemsets"])
+    # mlxtend's default on a one-hot frame: positions; a list of baskets has none: names
+    default = dpfim.frequent_itemsets(df, eps=4, delta="1e-6", top=3, rng=3)
+    assert default.equals(fi)
+    listed = dpfim.frequent_itemsets(BASKETS, eps=4, delta="1e-6", top=3, rng=3)
+    assert list(listed["itemsets"]) == list(named["itemsets"])
     with pytest.raises(ValueError, match="one-hot DataFrame"):
         dpfim.frequent_itemsets(BASKETS, eps=4, delta="1e-6", use_colnames=False)
 
@@ -294,9 +301,10 @@ def test_rules_result_releases_only_listed_fields() -> None:
 
 
 def test_rules_args_validated_before_data() -> None:
-    with pytest.raises(dpfim.api.ParameterError, match="--metric"):
+    # the Python API names its keywords (the CLI's --metric, --closure-share: tests/test_cli.py)
+    with pytest.raises(dpfim.api.ParameterError, match=r"^metric must be one of"):
         dpfim.association_rules(BASKETS, eps=1, delta="1e-6", metric="bogus")
-    with pytest.raises(dpfim.api.ParameterError, match="--closure-share"):
+    with pytest.raises(dpfim.api.ParameterError, match=r"^closure_share must be in"):
         dpfim.association_rules(BASKETS, eps=1, delta="1e-6", closure_share=1)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from dpfim import accounting
 from dpfim.accountants import ACCOUNTANTS, BASIC
 from dpfim.accounting import ApproxDP, Cost
-from dpfim.errors import LedgerError, ParameterError
+from dpfim.errors import InputNotFoundError, LedgerError, ParameterError
 
 GENESIS = "0" * 64
 LEDGER_VERSION = 2  # the lines written now: a spend carries its typed cost and relation
@@ -249,7 +249,7 @@ def _read(path: str) -> list[dict[str, Any]]:
     try:
         content = Path(path).read_bytes()
     except FileNotFoundError:
-        raise ParameterError(f"{path}: no such ledger file") from None
+        raise InputNotFoundError(f"{path}: no such ledger file", path) from None
     except OSError as exc:
         raise LedgerError(f"{path}: cannot read the ledger ({exc.strerror})") from None
     entries = parse(content, path)

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from dpfim import inputs
 from dpfim.choices import COMPRESSIONS, FORMATS
-from dpfim.errors import ParameterError
+from dpfim.errors import InputNotFoundError, ParameterError
 from dpfim.inputs import LineReader
 from dpfim.params import check_sep
 from dpfim.progress import EXACT, OFF, PercentBar, PhaseLine, Setting, progress_mode
@@ -107,7 +107,7 @@ def check_source(src: str) -> None:
     if path.is_dir():
         raise ParameterError(f"{src}: is a directory, not a file")
     if not path.exists():
-        raise ParameterError(f"{src}: no such file")
+        raise InputNotFoundError(f"{src}: no such file", src)
 
 
 def default_sep(source: str, sep: str | None) -> str:

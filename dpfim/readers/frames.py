@@ -15,13 +15,19 @@ encodes does, so both give the same seeded result. A one-hot frame's columns are
 vocabulary: an all-zero column is an item that does not occur (the open universe applies unless
 `universe=` is passed). Every other shape raises `InputShapeError` (a `TypeError`); a bad value
 inside an accepted shape (a 2 in a one-hot frame, a missing value, a basket that is a string) is
-a data error, `RecordValueError` (a `ValueError`), like a line that does not parse.
+a data error, `RecordValueError` (a `ValueError`), like a line that does not parse. A missing
+item (None, NaN, NA, NaT) is refused with one message in every shape, never read as 'None'.
+
+Item names are exactly what the user's columns or records spell (str() of a non-string), as
+mlxtend keeps them: no trimming here (the file formats trim, each by its own rules), so a
+released itemset matches the caller's columns. The empty string is no item, as in files.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -75,13 +81,14 @@ def to_records(
 
 
 def from_baskets(baskets: Iterable[Any], *, universe: Sequence[str] | None = None) -> Records:
-    """Records from an iterable of baskets; items are str()-ed and trimmed. A basket that is a
-    string (a flat list of strings), bytes, a mapping or not iterable is a data error."""
-    builder = RecordBuilder(Vocabulary(universe))
+    """Records from an iterable of baskets; items are kept as spelled (non-strings str()-ed).
+    A basket that is a string (a flat list of strings), bytes, a mapping or not iterable, and
+    a missing item, are data errors."""
+    builder = RecordBuilder(Vocabulary(universe, trim=False))
     tokens: list[str] = []
     lengths: list[int] = []
     for k, basket in enumerate(baskets):
-        row = [str(item).strip() for item in _basket(basket, k)]
+        row = [item if type(item) is str else _name(item, k) for item in _basket(basket, k)]
         tokens.extend(row)
         lengths.append(len(row))
         if len(tokens) >= _CHUNK:
@@ -89,6 +96,33 @@ def from_baskets(baskets: Iterable[Any], *, universe: Sequence[str] | None = Non
             tokens, lengths = [], []
     builder.add_tokens(tokens, lengths)
     return builder.build()
+
+
+def missing_item(where: str) -> RecordValueError:
+    """The one refusal of a missing item (or record id), whatever the input's shape."""
+    return RecordValueError(
+        f"{where}: a missing value (None, NaN, NA or NaT) is not an item; drop it or name it"
+    )
+
+
+def _is_missing(x: object) -> bool:
+    if x is None:
+        return True
+    if isinstance(x, float | np.floating):
+        return bool(x != x)
+    if isinstance(x, Decimal):
+        return x.is_nan()
+    if isinstance(x, np.datetime64 | np.timedelta64):
+        return bool(np.isnat(x))
+    pd = sys.modules.get("pandas")
+    return pd is not None and (x is pd.NA or x is pd.NaT)
+
+
+def _name(item: object, k: int) -> str:
+    """A non-string item's name (its str()), unless it is a missing value."""
+    if _is_missing(item):
+        raise missing_item(f"basket {k}")
+    return str(item)
 
 
 def _basket(basket: object, k: int) -> Iterable[Any]:
@@ -125,8 +159,8 @@ def _one_hot(pd: Any, df: Any, universe: Sequence[str] | None) -> Records:
     col = np.concatenate(cols) if cols else np.zeros(0, np.int64)
     order = np.lexsort((col, row))  # row by row, items in column order
     row, col = row[order], col[order]
-    names = [str(c).strip() for c in df.columns]
-    vocab = Vocabulary(universe)
+    names = [str(c) for c in df.columns]
+    vocab = Vocabulary(universe, trim=False)
     # column -> item id, asked in the order the cells are read, so that ids are numbered by
     # first appearance exactly as for the list of baskets (an all-zero column gets no id)
     lut = np.full(width, -1, dtype=np.int64)
@@ -175,7 +209,7 @@ def _check_cells(values: np.ndarray, rows: np.ndarray, name: object) -> None:
     if len(bad):
         k = int(bad[0])
         raise RecordValueError(
-            f"row {int(rows[k])}, column {name!r}: value {values[k]!r} in a one-hot frame "
+            f"row {int(rows[k])}, column {name!r}: value {values[k].item()!r} in a one-hot frame "
             "(cells must be 0/1 or bool)"
         )
 
@@ -184,7 +218,8 @@ def _long_frame(
     pd: Any, df: Any, record_col: str | None, item_col: str | None, universe: Sequence[str] | None
 ) -> Records:
     """A long frame: one (record id, item) a row, grouped by record id in order of first
-    appearance; both columns read as trimmed strings, as the long file reader does."""
+    appearance; record ids compared as trimmed strings (as the long file reader does), items
+    kept as spelled."""
     if record_col is None or item_col is None:
         raise InputArgumentError("a long DataFrame needs both record_col= and item_col=")
     missing = [c for c in (record_col, item_col) if c not in df.columns]
@@ -197,10 +232,10 @@ def _long_frame(
     for column, values in ((record_col, ids), (item_col, items)):
         if values.isna().any():
             k = int(np.flatnonzero(values.isna().to_numpy())[0])
-            raise RecordValueError(f"row {k}, column {column!r}: a missing value")
+            raise missing_item(f"row {k}, column {column!r}")
     id_codes, _ = pd.factorize(ids.astype(str).str.strip().to_numpy(dtype=object))
     n = int(id_codes.max()) + 1 if len(id_codes) else 0
-    names = items.astype(str).str.strip().tolist()
+    names = items.astype(str).tolist()
     order = np.argsort(id_codes, kind="stable")  # record by record, rows in frame order
 
     def baskets() -> Iterator[list[str]]:

@@ -184,14 +184,17 @@ class Vocabulary:
     string -> id index is built only when a path asks it (id_of): a big input read by the
     compiled readers alone never builds it, nor any Python string per item."""
 
-    def __init__(self, declared: Sequence[str] | None = None) -> None:
+    def __init__(self, declared: Sequence[str] | None = None, *, trim: bool = True) -> None:
+        """trim: declared items are trimmed as the file readers trim items; False for the
+        in-memory inputs, whose items keep their exact spelling (dpfim/readers/frames.py)."""
         self.declared = declared is not None
         self.store = ItemStore()
         self._tail: list[str] = []  # ids store.count.., not packed yet
         self._index: dict[str, int] = {}  # complete for ids 0..len(_index)-1
         self.linked = False  # a compiled reader's table extends the store (Interner)
         if declared is not None:
-            self._tail = list(dict.fromkeys(s for s in (d.strip() for d in declared) if s))
+            names = (d.strip() for d in declared) if trim else iter(declared)
+            self._tail = list(dict.fromkeys(s for s in names if s))
             self._index = {item: i for i, item in enumerate(self._tail)}
 
     def __len__(self) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from dpfim.choices import COMPRESSIONS as COMPRESSIONS
-from dpfim.errors import InputError, ParameterError
+from dpfim.errors import InputError, InputNotFoundError, ParameterError
 
 _BY_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 # Compressions we recognise by name but cannot read: a clear usage error instead of "not UTF-8".
@@ -109,7 +109,7 @@ def _open_path(src: str) -> BinaryIO:
     try:
         return open(path, "rb")
     except FileNotFoundError:
-        raise ParameterError(f"{src}: no such file") from None
+        raise InputNotFoundError(f"{src}: no such file", src) from None
     except PermissionError:
         raise ParameterError(f"{src}: permission denied") from None
     except OSError as exc:

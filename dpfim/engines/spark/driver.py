@@ -37,7 +37,7 @@ from dpfim.engines.byte_ranges import ByteRange
 from dpfim.engines.spark import count, read
 from dpfim.engines.spark.session import T, quiet, require_pyspark, session
 from dpfim.engines.topdown import TopDown
-from dpfim.errors import InputError, ParameterError
+from dpfim.errors import InputError, InputNotFoundError, ParameterError
 from dpfim.inputs import FORMATS, EngineSpec, InputSpec
 from dpfim.readers import long
 from dpfim.readers.records import Vocabulary, truncation_key
@@ -300,7 +300,7 @@ class SparkCounts(TopDown):
         try:
             return byte_ranges.remote_files(source)
         except FileNotFoundError:
-            raise ParameterError(f"{source}: no such file") from None
+            raise InputNotFoundError(f"{source}: no such file", source) from None
         except (OSError, ImportError, ValueError) as exc:
             if mode == "python":
                 raise InputError(f"{source}: the Python workers cannot read it ({exc})") from None
@@ -409,7 +409,7 @@ class SparkCounts(TopDown):
                 return InputError(f"{shown}: {info['message']}")
             return InputError(f"{shown}:{self._line_number(info, line)}: {info['message']}")
         if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
-            return ParameterError(f"{self._inp.source}: no such file")
+            return InputNotFoundError(f"{self._inp.source}: no such file", self._inp.source)
         causes = re.findall(
             r"Caused by: ((?:java\.io|java\.util\.zip|org\.apache\.parquet)[^\n]*)", text
         )
@@ -479,7 +479,7 @@ def check_source(source: str, compression: str = "auto") -> None:
             f"{source}: Spark cannot read xz; recompress as .gz or .bz2 (or use --engine local)"
         )
     if "://" not in source and not os.path.exists(source) and not any(c in source for c in "*?["):
-        raise ParameterError(f"{source}: no such file")
+        raise InputNotFoundError(f"{source}: no such file", source)
 
 
 class _SparkEngine:
