@@ -129,8 +129,9 @@ def test_registry_entry() -> None:
     m = registry.get("lmm-floor")
     p = Public(Fraction(1), D6, (2,), "add-remove")
     assert m.spent(p) == (Fraction(1), D6)
-    assert m.neighbours == registry.ADD_REMOVE
+    assert m.neighbours == registry.BOTH  # replace-one through group privacy (§22.8)
     extra = m.extra(p)
+    assert "group_privacy" not in extra
     assert extra["default_rank"] == 10
     assert extra["split"]["eps1_offset"] == "1/100"
     assert extra["split"]["alpha_selection_at_default_rank"] == "99/100"
@@ -445,7 +446,44 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert res["ell"] == 10  # nothing passes at c(1) = 60: limited-domain at the default rank
 
 
-def test_cli_refuses_replace_one(tmp_path: Path) -> None:
+def test_replace_one_runs_the_add_remove_steps_at_the_group_privacy_pair() -> None:
+    """§22.8 by hand: eps' = 1/2 and delta' = 1e-6 / (1 + e^0.5) = 3.775406...e-7, rounded down
+    to six significant digits: 3.77540e-7 = 18877/50000000000; the run charges (1, 1e-6) under
+    replace."""
+    m = registry.get("lmm-floor")
+    p = Public(Fraction(1), D6, (2,), "replace")
+    assert lf.add_remove_pair(Fraction(1), D6) == (Fraction(1, 2), Fraction(18877, 5 * 10**10))
+    assert m.spent(p) == (Fraction(1), D6) and m.charge(p).neighbours == "replace"
+    extra = m.extra(p)
+    assert extra["group_privacy"] == {
+        "eps_add_remove": "1/2",
+        "delta_add_remove": "18877/50000000000",
+    }
+    # of eps' = 1/2: eps1 = min(eps'/50, 1/100) = 1/100, a_d = eps' - eps1 = 49/100
+    assert extra["split"]["alpha_selection_at_default_rank"] == "49/100"
+    assert "group privacy" in m.ledger_of(p)["note"]
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta"),
+    [("1", "1e-6"), ("0.1", "1e-8"), ("2", "1e-6"), ("5", "1e-3"), ("1/3", "1e-9")],
+)
+def test_the_group_privacy_pair_never_exceeds_the_budget(eps: str, delta: str) -> None:
+    """(2 eps', (1 + e^eps') delta') <= (eps, delta), checked at 60 digits."""
+    e, d = Fraction(eps), Fraction(delta)
+    e1, d1 = lf.add_remove_pair(e, d)
+    assert 2 * e1 == e
+    with mpmath.workdps(60):
+        bound = (
+            (1 + mpmath.exp(mpmath.mpf(e1.numerator) / e1.denominator))
+            * mpmath.mpf(d1.numerator)
+            / d1.denominator
+        )
+        assert bound <= mpmath.mpf(d.numerator) / d.denominator
+        assert bound > 0.99999 * mpmath.mpf(d.numerator) / d.denominator  # rounded, not wasted
+
+
+def test_cli_runs_replace_one_and_releases_n(tmp_path: Path) -> None:
     code, out, err = cli(
         [
             "mine",
@@ -456,7 +494,11 @@ def test_cli_refuses_replace_one(tmp_path: Path) -> None:
             "1e-6",
             "--mechanism",
             "lmm-floor",
+            "--seed",
+            "1",
         ]
     )
-    assert code == 2 and out == ""
-    assert "add-remove" in err or "add/remove" in err
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["params"]["neighbours"] == "replace" and "n" in res
+    assert res["params"]["group_privacy"]["eps_add_remove"] == "1/2"

@@ -36,7 +36,6 @@ def test_the_registry_keeps_the_rules_api_had() -> None:
     assert api.ADD_REMOVE_ONLY == (
         "lmm-gap",
         "lmm-tight",
-        "lmm-floor",
         "choosing",
         "limited-domain",
     )
