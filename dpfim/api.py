@@ -17,7 +17,12 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from dpfim import engines, parameters
-from dpfim.choices import DEFAULT_FREQUENT_SIZES, DEFAULT_RULES_SIZES, DEFAULT_RULES_TOP
+from dpfim.choices import (
+    DEFAULT_FREQUENT_SIZES,
+    DEFAULT_MECHANISM,
+    DEFAULT_RULES_SIZES,
+    DEFAULT_RULES_TOP,
+)
 from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
@@ -132,7 +137,7 @@ def mine(
     support_share: str | Fraction | None = None,
     eps: Number,
     delta: Number,
-    mechanism: str = "lmm",
+    mechanism: str = DEFAULT_MECHANISM,
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,
@@ -236,7 +241,7 @@ def mine_file(
     support_share: str | Fraction | None = None,
     eps: Number,
     delta: Number,
-    mechanism: str = "lmm",
+    mechanism: str = DEFAULT_MECHANISM,
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,

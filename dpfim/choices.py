@@ -14,6 +14,9 @@ FORMATS = tuple(inputs.FORMATS)  # the names, in the order of the one format tab
 COMPRESSIONS = ("auto", "none", "gzip", "bz2", "xz")
 ENGINES = ("local", "spark")
 NEIGHBOURS = ("replace", "add-remove")
+# the default selection mechanism (issue 33: the large-margin member with the smallest lead;
+# docs/privacy.md §22, §22.8 for replace-one); --mechanism lmm is the paper's Algorithm 1
+DEFAULT_MECHANISM = "lmm-floor"
 MECHANISMS = (
     "lmm",
     "lmm-gap",

@@ -19,7 +19,7 @@ import click
 
 from dpfim import __version__, parameters
 from dpfim.choices import DEFAULT_CLOSURE_SHARE, DEFAULT_RULES_SIZES
-from dpfim.errors import DpfimError, Interrupted, OutputError, ParameterError
+from dpfim.errors import DpfimError, Interrupted, NoneAnswer, OutputError, ParameterError
 from dpfim.params import check_delta, check_eps, format_amount
 from dpfim.progress import EXACT, OFF, PUBLIC
 from dpfim.result import (
@@ -109,8 +109,8 @@ def mine(input_path: str, **opt: Any) -> None:
     With --top K: "itemsets", up to K distinct itemsets in rank order.
     Exit codes: 0 result written, 2 usage error, 3 data error (or damaged ledger),
     4 budget exhausted, 5 ledger not writable, 6 out of memory (the machine's memory ran out
-    holding the data), 7 result not writable, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM),
-    129 hung up (SIGHUP).
+    holding the data), 7 result not writable, 8 the answer is none (only with --fail-on-none),
+    130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP).
 
     \b
     Examples:
@@ -124,14 +124,23 @@ def mine(input_path: str, **opt: Any) -> None:
     """
     result = _release_run(parameters.MINE, input_path, opt, _api().mine_file)
     opt["split_accountant"] = result["ledger"].get("accountant", "basic")
-    if opt["quiet"]:
-        return
+    released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
+    none = not released or released[0] is None  # the released answer only
+    if not opt["quiet"]:
+        _mine_notes(input_path, opt, released, none)
+    if none and opt["fail_on_none"]:
+        raise NoneAnswer(
+            "the answer is none (--fail-on-none): the result is written, the spend charged"
+        )
+
+
+def _mine_notes(input_path: str, opt: dict[str, Any], released: list[Any], none: bool) -> None:
+    """The basket note and, for a none or a short --top K, what it means (public values)."""
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
         _say(note)
-    released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
-    if not released or released[0] is None:
+    if none:
         _say(_none_hint(opt))
     elif len(released) < opt["top"]:
         _say(

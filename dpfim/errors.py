@@ -10,6 +10,9 @@ Exit codes (documented in docs/cli.md):
      counting with a --max-memory above what the machine has); the message names the phase and
      what to do. Counting itself clips at its row budget instead (docs/privacy.md §1.2)
   7  the result cannot be written (OutputError): closed stdout, full disk, -o write failure
+  8  the answer is none, only with `mine --fail-on-none` (NoneAnswer): the result is written
+     and the spend charged as on exit 0; the exit status says what the JSON's "itemset": null
+     says, so a cron job can tell without parsing it
   129 hung up (SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM)
 """
 
@@ -96,6 +99,13 @@ class OutputError(DpfimError):
     """The result could not be written (stdout closed, disk full, -o not writable)."""
 
     exit_code = 7
+
+
+class NoneAnswer(DpfimError):
+    """mine --fail-on-none: the release is "none" (written, charged). Decided by the released
+    answer only."""
+
+    exit_code = 8
 
 
 class Interrupted(DpfimError):

@@ -20,6 +20,7 @@ from typing import Any
 from dpfim.choices import (
     ACCOUNTANTS,
     COMPRESSIONS,
+    DEFAULT_MECHANISM,
     DEFAULT_RULES_SIZES,
     DEFAULT_RULES_TOP,
     ENGINES,
@@ -197,7 +198,7 @@ TABLE: tuple[Param, ...] = (
         "Selection mechanism.",
         _for(*RUNS, PLAN, CREATE),
         type=MECHANISMS,
-        default="lmm",
+        default=DEFAULT_MECHANISM,
         show_default=True,
         library=True,
     ),
@@ -554,6 +555,14 @@ TABLE: tuple[Param, ...] = (
         ("--init",),
         "Write the head file of a ledger from before head files existed (refused if one exists).",
         {HEAD: {}},
+        type="flag",
+    ),
+    Param(
+        "fail_on_none",
+        ("--fail-on-none",),
+        "Exit 8 when the answer is none (the result is still written and the spend charged): "
+        "for cron and shell scripts.",
+        {MINE: {}},
         type="flag",
     ),
     Param(

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from dpfim.accountants import BASIC, get_accountant
 from dpfim.accounting import Accountant, ApproxDP, Cost, PureDP, RoundCost, Split, basic
+from dpfim.choices import DEFAULT_MECHANISM
 from dpfim.choices import NEIGHBOURS as NEIGHBOURS
 from dpfim.closure import GAUSSIAN_DELTA_SHARE, check_noise, choose_noise
 from dpfim.errors import ParameterError
@@ -192,7 +193,7 @@ def check_options(
     size: int | None,
     eps: Number,
     delta: Number,
-    mechanism: str = "lmm",
+    mechanism: str = DEFAULT_MECHANISM,
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,

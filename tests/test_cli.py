@@ -639,3 +639,43 @@ def test_the_light_choices_are_the_implementations_names() -> None:
 
     assert choices.MECHANISMS == registry.NAMES
     assert choices.ENGINES == engines.NAMES
+
+
+def test_fail_on_none_exits_8_after_writing_and_charging(tmp_path: Path) -> None:
+    """--fail-on-none: a "none" is exit 8 with the result written and the spend charged; an
+    answer is exit 0 as without it."""
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "groceries_sample.csv"
+    ledger_path = tmp_path / "l.jsonl"
+    base = ["mine", str(sample), "--delta", "1e-8", "--fail-on-none", "--ledger", str(ledger_path)]
+    base += ["--dataset", "d"]
+    budget = ["--budget-eps", "1", "--budget-delta", "1e-6"]
+    code, out, err = run([*base, "--eps", "0.001", *budget])
+    assert code == 8, err
+    assert json.loads(out)["itemset"] is None
+    assert err.strip().splitlines()[-1].startswith("dpfim: error: the answer is none")
+    code, out, err = run([*base, "--eps", "0.1", "-q"])
+    assert code == 0, err
+    assert json.loads(out)["itemset"] == ["rolls/buns", "whole milk"]
+    code, out, err = run(["ledger", "show", str(ledger_path), "--json"])
+    shown = json.loads(out)
+    assert shown["runs"] == 2 and shown["remaining"]["eps"] == 0.899  # 1 - (0.001 + 0.1)
+
+
+@pytest.mark.slow
+def test_the_readme_cron_recipe_answers_on_28_of_30_days(tmp_path: Path) -> None:
+    """Issue 33's target: the recipe (its eps, delta, budget) on the sample it names, 30 daily
+    runs through one ledger: >= 28 name the top pair, and the budget holds all 30."""
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "groceries_sample.csv"
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "--eps 0.06 --delta 1e-8" in readme and "--budget-eps 2 --budget-delta 1e-6" in readme
+    ledger_path = tmp_path / "l.jsonl"
+    answers = 0
+    for _ in range(30):
+        code, out, err = run(
+            ["mine", str(sample), "--eps", "0.06", "--delta", "1e-8", "--quiet",
+             "--ledger", str(ledger_path), "--dataset", "orders", "--fail-on-none",
+             "--budget-eps", "2", "--budget-delta", "1e-6"]
+        )  # fmt: skip
+        assert code in (0, 8), err
+        answers += json.loads(out)["itemset"] == ["rolls/buns", "whole milk"]
+    assert answers >= 28

@@ -14,6 +14,7 @@ from typing import Any
 
 from dpfim.accountants import get_accountant
 from dpfim.accounting import Cost
+from dpfim.choices import DEFAULT_MECHANISM
 from dpfim.errors import DpfimError, Interrupted, ParameterError
 from dpfim.ledger import store
 from dpfim.ledger.budgets import DatasetState, Spend, admit, per_run_cost
@@ -119,7 +120,7 @@ def create_budget(
         path=path,
         dataset=dataset,
         cost=cost,
-        mechanism=str((run or {}).get("mechanism", "lmm")),
+        mechanism=str((run or {}).get("mechanism", DEFAULT_MECHANISM)),
         command=list(command),
         budget_eps=check_eps(budget_eps),
         budget_delta=check_delta(budget_delta),
