@@ -29,7 +29,8 @@ eps1 + eps2 + alpha = eps1 + (eps - eps1) = eps, and delta is the selection's al
 The split, the ranks and the thresholds are functions of the public parameters only
 (eps, delta, ell_max, candidates, a declared universe size).
 Preconditions: counts exact; exact discrete noise from the injected RandomSource; exact
-(certified) sampling of the selection; n never released.
+(certified) sampling of the selection; n never read (the result states it under replace
+only, where it is public).
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ Two levels, like the audits of lmm-tight (test_audit_tight.py) and of the file p
    data-independent thresholds keep the guarantee, §22.1), so that passes, "no pass" and ties at
    the boundary all carry mass; two views: the released l alone, (eps1 + eps2, 0) (Lemma S'), and
    the full release (l, itemset), (eps, delta) (§22.5).
+3. **Replace-one** (§22.8: the add/remove steps at eps/2, delta/(1 + e^(eps/2)) by group
+   privacy): the registry's `MECHANISM.run` under `neighbours="replace"` on replace pairs whose
+   counts move in opposite directions, at the replace form's "none" boundary, and the same
+   through `mine_file(neighbours="replace")` (one pair replaces a record past the length cap);
+   broken variant: the replace form without the halving, caught on its own boundary pair.
 
 One-sided Clopper-Pearson bounds, Bonferroni over every bound of one test function: each function
 raises a false alarm with probability <= 1e-4 for fresh seeds (the seeds are fixed).
@@ -44,7 +49,7 @@ import pytest
 from dpfim.api import mine_file
 from dpfim.mechanisms import baselines
 from dpfim.mechanisms import lmm_floor as lf
-from dpfim.mechanisms.base import Outcome, VectorCounts
+from dpfim.mechanisms.base import Outcome, Public, VectorCounts
 from dpfim.samplers.rng import seeded_source
 
 N = int(os.environ.get("DPFIM_AUDIT_N_FLOOR", 3000))  # per side, count vectors
@@ -99,21 +104,28 @@ FILE_PAIRS = [
 FILE_OPTIONS = {"mechanism": "lmm-floor", "neighbours": "add-remove", "size": 2, "candidates": 2}
 
 
-def _released(args: tuple[str, str, int, int, str]) -> list[str]:
-    text, path, first, n, variant = args
+def _released(args: tuple[str, str, int, int, str, dict[str, Any]]) -> list[str]:
+    text, path, first, n, variant, options = args
     Path(path).write_text(text)
     out = []
     for seed in range(first, first + n):
         with _variant(variant):
-            result = mine_file(path, eps=str(EPS), delta=str(DELTA), seed=seed, **FILE_OPTIONS)
+            result = mine_file(path, eps=str(EPS), delta=str(DELTA), seed=seed, **options)
         result.pop("created")  # the only field allowed to differ between identical releases
         out.append(json.dumps(result, sort_keys=True))  # the whole released JSON is the event
     return out
 
 
-def released(text: str, tmp: Path, seed: int, variant: str = "real") -> list[str]:
+def released(
+    text: str,
+    tmp: Path,
+    seed: int,
+    variant: str = "real",
+    options: dict[str, Any] = FILE_OPTIONS,
+    runs: int = RUNS,
+) -> list[str]:
     jobs = [
-        (text, str(tmp / f"f{seed}-{k}.csv"), seed * 100000 + k * RUNS, RUNS // 2, variant)
+        (text, str(tmp / f"f{seed}-{k}.csv"), seed * 100000 + k * runs, runs // 2, variant, options)
         for k in range(2)
     ]
     with ProcessPoolExecutor(2) as pool:
@@ -135,10 +147,10 @@ def file_violations(
     return found
 
 
-def _file_audit(samples: list[tuple[str, list[str], list[str]]]) -> list[str]:
-    # Bonferroni over at most RUNS // MIN_MASS checked events per side and direction, two bounds
+def _file_audit(samples: list[tuple[str, list[str], list[str]]], runs: int = RUNS) -> list[str]:
+    # Bonferroni over at most runs // MIN_MASS checked events per side and direction, two bounds
     # each: an upper bound on the number of bounds whatever the events are (whole JSONs or not)
-    total = sum(2 * 2 * (RUNS // A.MIN_MASS) for _ in samples)
+    total = sum(2 * 2 * (runs // A.MIN_MASS) for _ in samples)
     alpha_each = A.FAMILY_ALPHA / total
     bad = []
     for name, d, dp in samples:
@@ -204,6 +216,9 @@ class _variant:
                 mock.patch.object(lf, "geometric", lambda b, r: 0),
                 mock.patch.object(lf, "discrete_laplace", lambda b, r: 0),
             ]
+        elif self.name == "no group privacy":
+            # the replace form without its halving: the add/remove steps at the full (eps, delta)
+            self.patches = [mock.patch.object(lf, "inner", lambda p: p)]
         elif self.name == "none without 1/delta":
             original = baselines.run_limited_domain
             self.patches = [
@@ -310,3 +325,191 @@ def test_the_floor_audit_catches_a_broken_variant(variant: str, pair: Pair) -> N
     ]
     checks = audit(samples)
     assert any(c.violations for c in checks), [(c.view, c.eps_lower_bound) for c in checks]
+
+
+# --- 3. replace-one neighbours (group privacy, docs/privacy.md §22.8) ------------------------
+#
+# Under replace lmm-floor runs the add/remove steps at eps' = 1/2, delta' = decimal_down(1e-3 /
+# (1 + e^(1/2))) = 3.77540e-4 (at the default rank: a_d = eps' - eps1 = 49/100). A replacement
+# can lower the top while it raises c(l+1), so "none" against the top moves by e^(2 a_d) = e^0.98
+# at most: the claim (eps, delta) = (1, 1e-3) is nearly tight in the tails. The pairs sit at the
+# default rank's "none" boundary of the replace form: none weighs (l/delta') e^(a_d (c(l+1) + 1))
+# against e^(a_d c(1)), even odds at c(1) - c(l+1) = 1 + ln(2649)/0.49 = 17.1; with the shipped
+# thresholds (T(4) >= 570) a rank passes in about 1 % of the runs only (mass on l = 4, 8, ...
+# that the audit sees but does not test). Claims: the full release (eps, delta), and l alone
+# (2 (eps1' + eps2'), 0) = (1/25, 0) (Lemma S' at eps', twice).
+#
+# The broken variant: the replace form WITHOUT the halving (lmm_floor.inner patched to the
+# identity: the add/remove steps at the full (1, 1e-3) on replace pairs; a_d = 0.99, a replace
+# pair then moves none against the top by e^1.98). Its own "none" boundary is at c(1) - c(2) =
+# 1 + ln(1000)/0.99 = 8: the pair (12, 5) vs (11, 6) at default rank 1, P(top) 0.275 vs 0.050
+# (ratio e^1.70 > e^1). At the real form's boundary pairs it leaks nothing the audit could see
+# (its P(none) is ~0 there), so it is checked on its own edge pair, as the other broken variants.
+
+N_REPLACE = int(os.environ.get("DPFIM_AUDIT_N_FLOOR_REPLACE", 10000))  # per side, count vectors
+RUNS_REPLACE = int(os.environ.get("DPFIM_AUDIT_RUNS_FLOOR_REPLACE", 4000))  # per side, files
+REPLACE_INNER = lf.add_remove_pair(EPS, DELTA)  # (1/2, 18877/50000000)
+REPLACE_SPLIT = lf.make_split(*REPLACE_INNER)
+REPLACE_CLAIMS = {
+    "ell": (float(2 * (REPLACE_SPLIT.eps1 + REPLACE_SPLIT.eps2)), 0.0),
+    "full": (float(EPS), float(DELTA)),
+}
+
+
+@dataclass(frozen=True)
+class ReplacePair:
+    """Count vectors by itemset (position = identity) of D and D' = D with one record replaced:
+    counts may move in opposite directions."""
+
+    d: tuple[int, ...]
+    d_prime: tuple[int, ...]
+    why: str
+    default_rank: int = 2
+
+
+REPLACE_PAIRS = [
+    # records x,y,z (once), x,y (21), x,z (21), u,v (5); D' replaces x,y,z by u,v:
+    # xy, xz, yz, uv = (22, 22, 1, 5) -> (21, 21, 0, 6): the top two fall while c(3) rises
+    ReplacePair(
+        (22, 22, 1, 5), (21, 21, 0, 6), "the top two fall, c(3) rises: none boundary at rank 2"
+    ),
+    ReplacePair((22, 5), (21, 6), "the lone top falls, c(2) rises: none boundary at rank 1", 1),
+    ReplacePair((22, 21, 5), (21, 22, 5), "the top two swap at the none boundary"),
+]
+REPLACE_BROKEN = ReplacePair((12, 5), (11, 6), "no group privacy: its own none boundary", 1)
+
+
+def _replace_chunk(args: tuple[str, tuple[int, ...], int, int, int]) -> list[A.Output]:
+    variant, counts, default_rank, seed, n = args
+    rng = seeded_source(seed)
+    # the registry's entry point (what mine_file runs): inner() is applied there, once
+    p = Public(EPS, DELTA, (2,), "replace", candidates=default_rank)
+    out: list[A.Output] = []
+    with _variant(variant):
+        for _ in range(n):
+            vec = VectorCounts(counts)
+            o: Outcome = lf.MECHANISM.run(vec, p, rng)
+            idx = None if o.index is None else vec.position(o.index)
+            out.append((0, o.ell, idx))
+    return out
+
+
+def replace_sample(
+    variant: str, counts: Sequence[int], seed: int, pair: ReplacePair
+) -> list[A.Output]:
+    jobs = [
+        (variant, tuple(counts), pair.default_rank, seed * 1000 + k, N_REPLACE // 2)
+        for k in range(2)
+    ]
+    with ProcessPoolExecutor(2) as pool:
+        return [o for part in pool.map(_replace_chunk, jobs) for o in part]
+
+
+def replace_audit(samples: list[tuple[str, list[A.Output], list[A.Output]]]) -> list[A.Check]:
+    total = sum(
+        A.n_bounds(side, v) for _, d, dp in samples for side in (d, dp) for v in REPLACE_CLAIMS
+    )
+    alpha_each = A.FAMILY_ALPHA / total
+    checks = []
+    for name, d, dp in samples:
+        for view, (eps, delta) in REPLACE_CLAIMS.items():
+            for left, right, direction in ((d, dp, "D vs D'"), (dp, d, "D' vs D")):
+                checks.append(
+                    A.check_pair(name, left, right, view, eps, delta, alpha_each, direction)
+                )
+    return checks
+
+
+@pytest.mark.slow
+def test_lmm_floor_satisfies_its_replace_one_claim_on_edge_pairs() -> None:
+    samples = [
+        (
+            p.why,
+            replace_sample("real", p.d, 1100 + 2 * k, p),
+            replace_sample("real", p.d_prime, 1101 + 2 * k, p),
+        )
+        for k, p in enumerate(REPLACE_PAIRS)
+    ]
+    checks = replace_audit(samples)
+    bad = [f"{c.pair}: {v}" for c in checks for v in c.violations]
+    assert not bad, bad
+    assert all(c.n_events > 0 for c in checks)
+    print(
+        "replace audit, N =",
+        N_REPLACE,
+        [(c.pair[:24], c.view, c.direction, round(c.eps_lower_bound, 3)) for c in checks],
+    )
+    # the edge is reached: at the default rank the answer is none and each of the top in a
+    # fair share of the runs on both sides
+    for pair, (_, d, dp) in zip(REPLACE_PAIRS, samples, strict=True):
+        for side in (d, dp):
+            picks = Counter(o[2] for o in side)
+            assert 0.1 * N_REPLACE < picks[None] < 0.9 * N_REPLACE
+            assert all(picks[i] > 0.05 * N_REPLACE for i in range(pair.default_rank))
+
+
+@pytest.mark.slow
+def test_the_floor_audit_catches_replace_one_without_the_halving() -> None:
+    pair = REPLACE_BROKEN
+    samples = [
+        (
+            pair.why,
+            replace_sample("no group privacy", pair.d, 1200, pair),
+            replace_sample("no group privacy", pair.d_prime, 1201, pair),
+        )
+    ]
+    checks = replace_audit(samples)
+    assert any(c.violations for c in checks), [(c.view, c.eps_lower_bound) for c in checks]
+    print(
+        "broken replace form:", [(c.view, c.direction, round(c.eps_lower_bound, 3)) for c in checks]
+    )
+    # and the real replace form on the same pair satisfies the claim
+    real = [
+        (
+            "real on the broken one's pair",
+            replace_sample("real", pair.d, 1202, pair),
+            replace_sample("real", pair.d_prime, 1203, pair),
+        )
+    ]
+    assert not [v for c in replace_audit(real) for v in c.violations]
+
+
+# Files: the first pair above as baskets through mine_file(neighbours="replace"): the whole
+# released JSON (n included: the same on both sides) but its timestamp. The second pair replaces
+# a record longer than the record-length cap (B = 3: a keyed sample of 3 of its 6 items, §1.1).
+REPLACE_OPTIONS = {**FILE_OPTIONS, "neighbours": "replace"}
+EDGE_REST = [("x,y", 21), ("x,z", 21), ("u,v", 5)]
+REPLACE_FILE_PAIRS = [
+    FilePair(
+        "a replacement lowers the top two and raises c(3)",
+        basket([("x,y,z", 1), *EDGE_REST]),
+        basket([("u,v", 1), *EDGE_REST]),
+        REPLACE_OPTIONS,
+    ),
+    FilePair(
+        "a record past the cap is replaced",
+        basket([("x,y,z,p,q,s", 1), *EDGE_REST]),
+        basket([("u,v", 1), *EDGE_REST]),
+        {**REPLACE_OPTIONS, "max_record_items": 3},
+    ),
+]
+
+
+@pytest.mark.slow
+def test_replace_one_files_release_close_distributions(tmp_path: Path) -> None:
+    samples = [
+        (
+            p.name,
+            released(p.d, tmp_path, 50 + 2 * k, "real", p.options, RUNS_REPLACE),
+            released(p.d_prime, tmp_path, 51 + 2 * k, "real", p.options, RUNS_REPLACE),
+        )
+        for k, p in enumerate(REPLACE_FILE_PAIRS)
+    ]
+    assert not _file_audit(samples, RUNS_REPLACE)
+    for _, d, dp in samples:
+        first = json.loads(d[0])
+        assert first["n"] == json.loads(dp[0])["n"] == 48  # n released, the same on both
+        assert first["params"]["group_privacy"]["eps_add_remove"] == "1/2"
+        assert first["ledger"]["neighbours"] == "replace" and first["ledger"]["eps"]["exact"] == "1"
+        nones = sum(json.loads(o)["itemset"] is None for o in d)
+        assert 0.1 * RUNS_REPLACE < nones < 0.9 * RUNS_REPLACE
