@@ -37,7 +37,9 @@ def pairs_file(tmp_path: Path, name: str = "b.csv", copies: int = 900) -> Path:
 
 
 def test_mine_prints_one_json_result(tmp_path: Path) -> None:
-    code, out, err = run(["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6"])
+    code, out, err = run(
+        ["mine", str(pairs_file(tmp_path)), "--eps", "1", "--delta", "1e-6", "--mechanism", "lmm"]
+    )
     assert code == 0, err
     result = json.loads(out)
     assert result["schema"] == "dpfim.result/1"
@@ -76,8 +78,12 @@ def test_result_carries_no_exact_function_of_the_data(tmp_path: Path) -> None:
 
 def test_seed_makes_runs_reproducible_and_not_private(tmp_path: Path) -> None:
     path = str(pairs_file(tmp_path))
-    a = json.loads(run(["mine", path, "--eps", "1", "--delta", "1e-6", "--seed", "3"])[1])
-    b = json.loads(run(["mine", path, "--eps", "1", "--delta", "1e-6", "--seed", "3"])[1])
+    a = json.loads(
+        run(["mine", path, "--eps", "1", "--delta", "1e-6", "--seed", "3", "--mechanism", "lmm"])[1]
+    )
+    b = json.loads(
+        run(["mine", path, "--eps", "1", "--delta", "1e-6", "--seed", "3", "--mechanism", "lmm"])[1]
+    )
     assert a["private"] is False
     assert (a["noisy_max"], a["ell"], a["itemset"]) == (b["noisy_max"], b["ell"], b["itemset"])
 
@@ -347,6 +353,8 @@ def test_universe_items_names_a_zero_count_pick(tmp_path: Path) -> None:
                 "1e-6",
                 "--seed",
                 str(seed),
+                "--mechanism",
+                "lmm",
             ]
         )
         assert code == 0, err
@@ -383,7 +391,9 @@ def test_console_script_runs_as_a_module(tmp_path: Path) -> None:
 def test_sample_data_gives_the_top_pair() -> None:
     if not SAMPLE.exists():
         pytest.skip("sample_data/groceries_sample.csv not generated")
-    code, out, err = run(["mine", str(SAMPLE), "--eps", "1", "--delta", "1e-6"])
+    code, out, err = run(
+        ["mine", str(SAMPLE), "--eps", "1", "--delta", "1e-6", "--mechanism", "lmm"]
+    )
     assert code == 0, err
     assert json.loads(out)["ell"] == 1
 
@@ -571,8 +581,9 @@ def test_readme_sample_output_is_what_the_sample_data_gives() -> None:
     assert code == 0, err
     real = json.loads(out)
     assert shown["itemset"] == real["itemset"] and shown["n"] == real["n"]
-    assert shown["ell"] == real["ell"]
-    assert abs(shown["noisy_max"] - real["noisy_max"]) < 60  # DLap(3/eps): a typical draw
+    assert shown["params"]["mechanism"] == real["params"]["mechanism"]  # the default's fields
+    assert shown["params"]["group_privacy"] == real["params"]["group_privacy"]
+    assert set(shown) == set(real) - {"params", "ledger"} | {"params", "ledger"}
 
 
 def test_shell_completion_works_and_is_documented(tmp_path: Path) -> None:

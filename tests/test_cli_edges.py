@@ -188,7 +188,9 @@ def test_gzip_bytes_in_a_plain_name_still_suggest_the_name(tmp_path: Path) -> No
 def test_a_vocabulary_disjoint_from_the_data_says_what_the_run_does(tmp_path: Path) -> None:
     data = _write(tmp_path / "d.dat", ["1 2"] * 20)
     vocab = _write(tmp_path / "v.txt", ["x", "y", "z"])
-    code, out, err = run(["mine", str(data), *EPS, "--universe-items", str(vocab), "-v"])
+    code, out, err = run(
+        ["mine", str(data), *EPS, "--universe-items", str(vocab), "-v", "--mechanism", "lmm"]
+    )
     assert code == 0
     assert json.loads(out)["itemset"] is not None  # a zero-count pick is named
     assert "almost surely none" not in err
@@ -384,7 +386,20 @@ def test_rules_without_its_worker_give_the_same_result(
     from dpfim import rules
 
     data = _pairs(tmp_path)
-    args = ["rules", str(data), "--eps", "4", "--delta", "1e-6", "--seed", "2", "--top", "2"]
+    args = [
+        "rules",
+        str(data),
+        "--eps",
+        "4",
+        "--delta",
+        "1e-6",
+        "--seed",
+        "2",
+        "--top",
+        "2",
+        "--mechanism",
+        "lmm",
+    ]
     monkeypatch.setattr(rules, "_loaded", lambda: False)  # fork even if mlxtend is loaded here
     answered = []
     real = rules._Worker.records

@@ -82,7 +82,7 @@ def _run(*args: str) -> _Res:
     [
         (["--spark-master", "local[2]"], "--spark-master"),
         (["--spark-conf", "spark.driver.memory=1g"], "--spark-conf"),
-        (["--candidates", "5"], "--candidates"),
+        (["--mechanism", "lmm", "--candidates", "5"], "--candidates"),
         (["--mechanism", "stability", "--ell-max", "100"], "--ell-max"),
         (["--mechanism", "choosing", "--neighbours", "add-remove", "--ell-max", "9"], "--ell-max"),
     ],
@@ -117,7 +117,10 @@ def test_an_option_that_applies_is_taken(extra):
 
 def test_a_default_value_given_where_it_does_not_apply_is_refused_too():
     """Given on the command line, the user meant it to do something: it would do nothing."""
-    res = _run("mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "-q", "--candidates", "10")
+    res = _run(
+        "mine", SAMPLE, "--eps", "1", "--delta", "1e-6", "-q", "--mechanism", "lmm",
+        "--candidates", "10",
+    )  # fmt: skip
     assert res.exit_code == 2 and "--candidates applies to" in res.output
 
 
@@ -236,8 +239,8 @@ def test_the_python_api_refuses_what_does_not_apply_too(tmp_path):
     from dpfim.errors import ParameterError
 
     with pytest.raises(ParameterError, match="--candidates applies to"):
-        api.mine_file(SAMPLE, eps=1, delta="1e-6", candidates=5, seed=1)
+        api.mine_file(SAMPLE, eps=1, delta="1e-6", mechanism="lmm", candidates=5, seed=1)
     with pytest.raises(ParameterError, match="--spark-master applies to --engine spark"):
         api.mine_file(SAMPLE, eps=1, delta="1e-6", spark_master="local[1]", seed=1)
-    out = api.mine_file(SAMPLE, eps=1, delta="1e-6", candidates=10, seed=1)  # the default
+    out = api.mine_file(SAMPLE, eps=1, delta="1e-6", mechanism="lmm", candidates=10, seed=1)
     assert out["itemset"] is not None

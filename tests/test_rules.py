@@ -79,6 +79,7 @@ def test_noise_scale_is_the_closure_size_over_eps() -> None:
             rng=1,
             neighbours=neighbours,
             closure_noise="laplace",
+            mechanism="lmm",
         )
         result = frame.attrs["result"]
         m = len(result["closure"])

@@ -211,7 +211,19 @@ def test_cli_top_k_with_supports(tmp_path: Path) -> None:
     data = tmp_path / "l.csv"
     data.write_text("\n".join(",".join(r) for r in _ladder(k=5, top=6000, step=1000)) + "\n")
     code, out, err = run(
-        ["mine", str(data), "--eps", "2", "--delta", "1e-6", "--top", "3", "--supports"]
+        [
+            "mine",
+            str(data),
+            "--eps",
+            "2",
+            "--delta",
+            "1e-6",
+            "--top",
+            "3",
+            "--supports",
+            "--mechanism",
+            "lmm",
+        ]
     )
     assert code == 0, err
     result = json.loads(out)
@@ -245,7 +257,9 @@ def test_cli_supports_are_never_the_exact_count(tmp_path: Path) -> None:
 def test_k_equal_1_keeps_todays_result_schema(tmp_path: Path) -> None:
     data = tmp_path / "l.csv"
     data.write_text("a,b\n" * 3000)
-    _code, out, _ = run(["mine", str(data), "--eps", "1", "--delta", "1e-6", "--seed", "1"])
+    _code, out, _ = run(
+        ["mine", str(data), "--eps", "1", "--delta", "1e-6", "--seed", "1", "--mechanism", "lmm"]
+    )
     result = json.loads(out)
     assert set(result) == {
         "schema",

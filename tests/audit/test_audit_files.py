@@ -266,7 +266,13 @@ def test_a_declared_vocabulary_still_names_zero_count_itemsets(tmp_path: Path) -
     zero_named = 0
     for seed in range(200):
         result = mine_file(
-            str(data), size=2, eps="0.01", delta="0.99", seed=seed, universe_items=str(vocab)
+            str(data),
+            size=2,
+            eps="0.01",
+            delta="0.99",
+            seed=seed,
+            universe_items=str(vocab),
+            mechanism="lmm",
         )
         assert result["itemset"] is not None  # a declared universe never answers none
         zero_named += tuple(result["itemset"]) != ("a", "b")
