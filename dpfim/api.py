@@ -7,6 +7,7 @@ No engine is named here.
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import time
@@ -151,6 +152,7 @@ def mine(
     accountant: str = "basic",
     _rules: RulesRequest | None = None,
     _keep: dict[str, Any] | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
     """The most frequent r-itemset (or the top K, of one or several sizes) under
     (eps, delta)-DP, as a dpfim.result/1 dict.
@@ -178,6 +180,7 @@ def mine(
     decide (no counting bar here); "exact": the exact figures, curator-only (what -v shows).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
+    more = parameters.more_keywords(parameters.MINE, "mine", _named(), more)
     opts = check_options(
         size=size,
         eps=eps,
@@ -195,6 +198,7 @@ def mine(
         closure_share=None if _rules is None else _rules.closure_share,
         accountant=accountant,
         closure_noise=None if _rules is None else _rules.noise,
+        more=more,
     )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
@@ -221,6 +225,14 @@ def mine(
         engine="local",
         rules=_rules,
         keep=_keep,
+    )
+
+
+def _named() -> frozenset[str]:
+    """The table parameters mine() or mine_file() name in their own signatures: every other
+    library row of the table reaches the request through **more (Options.param)."""
+    return frozenset(inspect.signature(mine_file).parameters) | frozenset(
+        inspect.signature(mine).parameters
     )
 
 
@@ -256,6 +268,7 @@ def mine_file(
     max_memory: int | str | None = None,
     accountant: str = "basic",
     _rules: RulesRequest | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
     """Read a transaction file (path or "-") and mine it; what `dpfim mine` runs.
 
@@ -270,7 +283,9 @@ def mine_file(
     percents read (an input of unknown size: a line without numbers).
     """
     started = utc_now()  # before any data is read: the end time would carry the run time
-    call = locals()
+    call = {k: v for k, v in locals().items() if k != "more"}
+    more = parameters.more_keywords(parameters.MINE, "mine_file", _named(), more)
+    call.update(more)
     refusal = parameters.not_applying(
         parameters.MINE, parameters.given_in_library(parameters.MINE, call), call
     )
@@ -294,6 +309,7 @@ def mine_file(
         closure_share=None if _rules is None else _rules.closure_share,
         accountant=accountant,
         closure_noise=None if _rules is None else _rules.noise,
+        more=more,
     )
     engine_spec = EngineSpec(
         engines.get(engine).name,

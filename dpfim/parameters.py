@@ -66,6 +66,9 @@ class Param:
     callback: Callable[[Any, Any, Any], Any] | None = None
     applies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     library: bool = False
+    # the value's validation where no entry point's own code does it (a new option's row):
+    # value -> the value the request keeps (raise ParameterError naming the flag)
+    check: Callable[[Any], Any] | None = None
 
     @property
     def flag(self) -> str:
@@ -611,6 +614,28 @@ def of(command: str) -> tuple[Param, ...]:
 def library_names(command: str) -> tuple[str, ...]:
     """The keywords a run of `command` passes on to dpfim.api."""
     return tuple(p.name for p in of(command) if p.library)
+
+
+def more_keywords(
+    command: str, entry: str, own: Iterable[str], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The keywords an entry point of `command` takes beyond its own signature (`own`): the
+    library rows of the table, so that a new option is its row plus the code that reads it
+    (`Options.param(name)`). Anything else is the TypeError Python itself would raise."""
+    rows = {p.name: p for p in of(command) if p.library and p.name not in set(own)}
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        if name not in rows:
+            raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}")
+        check = rows[name].check
+        out[name] = value if check is None or value is None else check(value)
+    return out
+
+
+def default(command: str, name: str) -> Any:
+    """A row's default for `command`."""
+    (row,) = (p for p in of(command) if p.name == name)
+    return row.setting(command, "default")
 
 
 def options(command: str) -> Callable[[Callable[..., Any]], Any]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from dpfim.accountants import BASIC, get_accountant
 from dpfim.accounting import Accountant, ApproxDP, Cost, PureDP, RoundCost, Split, basic
@@ -120,6 +121,16 @@ class Options:
     # a rules run: "laplace" (the closure is pure eps_c) or "gaussian" (it spends (eps_c,
     # delta_c) with delta_c = delta * closure.GAUSSIAN_DELTA_SHARE; the selection the rest of delta)
     closure_noise: str = "laplace"
+    # the table's library parameters no entry point names in its own signature (a new option:
+    # dpfim/parameters.py), as (name, value) pairs; read them with param(name)
+    more: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, name: str) -> Any:
+        """A table parameter of the run: as given, else the table's default for mine."""
+        from dpfim import parameters
+
+        given = dict(self.more)
+        return given[name] if name in given else parameters.default(parameters.MINE, name)
 
     @property
     def closure_delta(self) -> Fraction:
@@ -206,6 +217,7 @@ def check_options(
     closure_share: Number | None = None,
     accountant: str = "basic",
     closure_noise: str | None = None,
+    more: Mapping[str, Any] | None = None,
 ) -> Options:
     """Validate every public parameter before any data is read (usage errors come first).
 
@@ -280,6 +292,7 @@ def check_options(
         max_record_items,
         closure,
         acct,
+        more=tuple(sorted((more or {}).items())),
     )
     if closure is not None:
         noise = choose_noise(

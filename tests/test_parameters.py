@@ -244,3 +244,48 @@ def test_the_python_api_refuses_what_does_not_apply_too(tmp_path):
         api.mine_file(SAMPLE, eps=1, delta="1e-6", spark_master="local[1]", seed=1)
     out = api.mine_file(SAMPLE, eps=1, delta="1e-6", mechanism="lmm", candidates=10, seed=1)
     assert out["itemset"] is not None
+
+
+def test_a_new_mine_option_is_its_row_and_the_code_that_reads_it(monkeypatch):
+    """Issue 34's target, shown with a made-up option: one row in the table (place 1) makes it a
+    `mine` flag with its help, passes it from the command line to the library, validates it
+    and hands it to the run's Options, where the code that uses it reads opts.param (place 2).
+    Nothing else is edited."""
+    import click
+    from click.testing import CliRunner
+
+    def check_level(value):
+        if int(value) < 0:
+            raise api.ParameterError(f"--probe-level must be >= 0, got {value}")
+        return int(value)
+
+    row = parameters.Param(
+        "probe_level", ("--probe-level",), "A made-up option.", {parameters.MINE: {}},
+        type=int, default=3, library=True, check=check_level,
+    )  # fmt: skip
+    monkeypatch.setattr(parameters, "TABLE", (*parameters.TABLE, row))
+    seen = []  # place 2: the code that reads it (here: the ledger pre-check hook)
+
+    def use(opts):
+        seen.append(opts.param("probe_level"))
+
+    # the command line: the generated options carry it to the library call
+    @click.command()
+    @parameters.options(parameters.MINE)
+    def probe(**opt):
+        names = parameters.library_names(parameters.MINE)
+        api.mine_file(SAMPLE, **{k: opt[k] for k in names}, precheck=use)
+
+    res = CliRunner().invoke(probe, ["--eps", "1", "--delta", "1e-6", "--seed", "1",
+                                     "--probe-level", "5"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "--probe-level" in CliRunner().invoke(probe, ["--help"]).output
+    # the library: as a keyword, its default when not given, its check, and nothing unknown
+    api.mine_file(SAMPLE, eps=1, delta="1e-6", seed=1, precheck=use)
+    assert seen == [5, 3]
+    with pytest.raises(ValueError, match="--probe-level must be >= 0"):
+        api.mine_file(SAMPLE, eps=1, delta="1e-6", seed=1, probe_level=-1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'probe_levle'"):
+        api.mine_file(SAMPLE, eps=1, delta="1e-6", seed=1, probe_levle=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'seed'"):
+        api.mine([["a", "b"]], eps=1, delta="1e-6", seed=1)  # mine() takes rng=, as before
