@@ -160,6 +160,7 @@ def test_example_runs(tmp_path: Path, doc: str, command: str) -> None:
         written = tmp_path / words[words.index("-o") + 1]
         assert json.loads(written.read_text())["schema"] == "dpfim.result/1"
         assert done.stdout == ""
+        _answers(doc, command, json.loads(written.read_text()))
     elif "--plot" in words:
         assert (tmp_path / words[words.index("--plot") + 1]).read_bytes()[:4] == b"\x89PNG"
         assert done.stdout.startswith("# NOT PRIVATE")
@@ -167,8 +168,18 @@ def test_example_runs(tmp_path: Path, doc: str, command: str) -> None:
         pass  # jq's output depends on the data: the exit status (pipefail) is the check
     elif words[:2] == ["dpfim", "mine"] and "--help" not in words:
         assert json.loads(done.stdout)["schema"] == "dpfim.result/1"
+        _answers(doc, command, json.loads(done.stdout))
     else:
         assert done.stdout.strip(), f"{doc}: {command} printed nothing"
+
+
+def _answers(doc: str, command: str, result: dict[str, object]) -> None:
+    """A documented `dpfim mine` example gives an answer on the data it names (issue 33), not
+    "none": one run is a noisy draw, so an example must answer with a clear lead, not by luck."""
+    released = result.get("itemsets", [result.get("itemset")])
+    assert isinstance(released, list) and released and released[0] is not None, (
+        f"{doc}: `{command}` answered none"
+    )
 
 
 def test_readme_sample_output_shows_every_field() -> None:
