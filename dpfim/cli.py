@@ -192,6 +192,14 @@ def rules(input_path: str, **opt: Any) -> None:
     )
     if not opt["quiet"] and not result["selected"]:
         _say(_none_hint({**opt, "closure_share": opt["closure_share"] or DEFAULT_CLOSURE_SHARE}))
+    elif not opt["quiet"] and not result["rules"]:  # public: the released selection and rules
+        sizes = sorted({len(s["items"]) for s in result["selected"]})
+        _say(
+            f"no rule: {len(result['selected'])} itemset(s) of size {sizes} selected, none "
+            f"gives a rule with {opt['metric']} >= {opt['min_threshold']} (a rule needs a "
+            "selected itemset of 2 or more items); try --sizes 2-3, a lower --min-threshold "
+            "or more --eps"
+        )
 
 
 def _release_run(

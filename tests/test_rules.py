@@ -391,3 +391,19 @@ def test_size_alone_in_the_api() -> None:
     assert frame.attrs["result"]["params"]["size"] == 2
     fi = dpfim.frequent_itemsets(BASKETS, eps=4, delta="1e-6", top=2, rng=1)
     assert fi.attrs["result"]["params"]["sizes"] == [1, 2, 3]
+
+
+def test_zero_rules_get_a_public_note_not_under_quiet(tmp_path: Path) -> None:
+    """Issue 33: a selection of singletons gives no rule; the user is told why (from the
+    released selection only), unless -q."""
+    from cli_run import run
+
+    data = tmp_path / "single.csv"
+    data.write_text("a\n" * 400 + "b\n" * 300 + "c\n" * 200 + "a,b\n" * 3)
+    args = ["rules", str(data), "--eps", "4", "--delta", "1e-6", "--seed", "1", "--top", "2"]
+    code, out, err = run(args)
+    assert code == 0, err
+    assert json.loads(out)["rules"] == [] and json.loads(out)["selected"]
+    assert "no rule:" in err and "--sizes 2-3" in err
+    code, out, err = run([*args, "-q"])
+    assert code == 0 and "no rule" not in err
