@@ -27,7 +27,7 @@ from dpfim.choices import (
 from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
-from dpfim.errors import ParameterError, memory_phase
+from dpfim.errors import InputArgumentError, ParameterError, memory_phase
 from dpfim.inputs import EngineSpec, InputSpec
 from dpfim.mechanisms import registry
 from dpfim.mechanisms.base import Outcome, RankedCounts
@@ -131,6 +131,7 @@ def mine(
     *,
     record_col: str | None = None,
     item_col: str | None = None,
+    items_col: str | None = None,
     size: int | None = None,
     sizes: str | Sequence[int] | None = None,
     top: int = 1,
@@ -164,6 +165,9 @@ def mine(
     TypeError), a bad value inside a frame RecordValueError (a ValueError). One record (one
     row of a one-hot frame, one record id of a long frame) is the privacy unit; a one-hot
     frame's columns are not a declared vocabulary (all-zero columns are absent items).
+    A pyspark.sql.DataFrame is read one basket a row from its array<string> column `items_col`
+    (default "items", as pyspark.ml.fpm.FPGrowth's itemsCol) and counted by the Spark engine in
+    the frame's own session: its records stay on the executors (engines/spark/driver.py).
     eps, delta: text or int (exact decimals), Fraction or Decimal (exact), or float (read by
     its shortest decimal representation: 0.1 is exactly 1/10).
     universe: a declared public vocabulary (then records must not have been read with another).
@@ -200,6 +204,27 @@ def mine(
         closure_noise=None if _rules is None else _rules.noise,
         more=more,
     )
+    if _is_spark_frame(records):
+        return _mine_frame(
+            records,
+            opts,
+            items_col=items_col,
+            long=record_col is not None or item_col is not None,
+            max_memory=max_memory,
+            universe=universe,
+            rng=rng,
+            fmt=fmt,
+            progress=progress,
+            diag=diagnostics or Diagnostics(),
+            started=started,
+            rules=_rules,
+            keep=_keep,
+        )
+    if items_col is not None:
+        raise InputArgumentError(
+            "items_col= names the array column of a Spark DataFrame; for a long pandas "
+            "DataFrame pass record_col= and item_col="
+        )
     budget = check_memory(max_memory)
     if not isinstance(records, Records):
         records = to_records(records, record_col=record_col, item_col=item_col, universe=universe)
@@ -226,6 +251,72 @@ def mine(
         rules=_rules,
         keep=_keep,
     )
+
+
+def _is_spark_frame(data: object) -> bool:
+    """A pyspark.sql.DataFrame (only if pyspark is imported: no import here)."""
+    sql = sys.modules.get("pyspark.sql")
+    return sql is not None and isinstance(data, sql.DataFrame)
+
+
+def _mine_frame(
+    frame: Any,
+    opts: Options,
+    *,
+    items_col: str | None,
+    long: bool,
+    max_memory: int | str | None,
+    universe: Sequence[str] | None,
+    rng: RandomSource | int | None,
+    fmt: str | None,
+    progress: Setting,
+    diag: Diagnostics,
+    started: str,
+    rules: RulesRequest | None,
+    keep: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """mine() on a Spark DataFrame of baskets: counted by the Spark engine in the frame's own
+    session (the records stay on the executors), released here as for any engine."""
+    if long:
+        raise InputArgumentError(
+            "a Spark DataFrame is read one basket a row from its array column items_col=; a "
+            "long one (record_col=/item_col=) is not read yet: group it first, e.g. "
+            "df.groupBy(record).agg(F.collect_list(item).alias('items'))"
+        )
+    if max_memory is not None:
+        raise ParameterError(
+            "max_memory applies to the local engine; a Spark DataFrame is counted on Spark"
+        )
+    engine_spec = EngineSpec("spark", progress=progress)
+    given = InputSpec(
+        "<DataFrame>",
+        "auto",
+        max_record_items=opts.max_record_items,
+        universe=tuple(universe) if universe is not None else None,
+        seed=rng if isinstance(rng, int) and not isinstance(rng, bool) else None,
+        frame=frame,
+        items_col=items_col or "items",
+    )
+    inp = engines.prepare(engine_spec, given)
+    source, _ = resolve(rng)
+    opened = engines.open_engine(
+        engine_spec, inp, opts.all_sizes, source, warn=diag.warnings.append
+    )
+    try:
+        return _mine(
+            opened,
+            opts,
+            universe,
+            source,
+            fmt,
+            diag,
+            started=started,
+            engine=engine_spec.name,
+            rules=rules,
+            keep=keep,
+        )
+    finally:
+        opened.close()
 
 
 def _named() -> frozenset[str]:
@@ -639,7 +730,6 @@ def frequent_itemsets(
     positions, True the column names. Other inputs (lists, Series, long frames) have no column
     positions: their itemsets hold item names (the default, or True; False is refused).
     sizes: default "1-3" unless size= is given; closure_noise: as in rules_file."""
-    from dpfim.errors import InputArgumentError
     from dpfim.rules import check_rules, itemsets_frame
 
     if use_colnames is not None and not isinstance(use_colnames, bool):

@@ -135,6 +135,20 @@ class InputSpec:
     max_record_items: int | None = None
     universe: tuple[str, ...] | None = None  # the declared vocabulary, read
     seed: int | None = None  # None: truncation draws from the OS CSPRNG
+    # a Spark DataFrame of baskets (the Python API: dpfim.mine/frequent_itemsets): read by the
+    # Spark engine from `items_col` (an array<string> column, one row a record) in place of
+    # `source`, its records staying on the executors; every other engine refuses it
+    frame: Any = field(default=None, compare=False, repr=False)
+    items_col: str | None = None
+
+
+def refuse_frame(inp: InputSpec, engine: str) -> None:
+    """A Spark DataFrame is counted where its records are: by the Spark engine only."""
+    if inp.frame is not None:
+        raise ParameterError(
+            f"--engine {engine} does not read a Spark DataFrame (its records stay on the "
+            "executors): it is counted by --engine spark"
+        )
 
 
 @dataclass(frozen=True)

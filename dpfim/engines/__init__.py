@@ -93,6 +93,8 @@ def prepare(spec: EngineSpec, inp: InputSpec) -> InputSpec:
     the engine must read: what mine_file and evaluate both do before any data is read."""
     engine = get(spec.name)
     engine.check(inp)
+    if inp.frame is not None:  # a Spark DataFrame (the Python API): no file, no format
+        return inp
     long_columns = inp.record_col is not None or inp.item_col is not None
     decided = resolve_format(inp.source, inp.fmt, long_columns_given=long_columns)
     if decided not in engine.formats:

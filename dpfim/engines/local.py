@@ -58,7 +58,7 @@ import numpy as np
 from dpfim.counts import MAX_LISTED, Counts
 from dpfim.engines import Opened
 from dpfim.engines.topdown import TopDown, next_threshold
-from dpfim.inputs import FORMATS, EngineSpec, InputSpec
+from dpfim.inputs import FORMATS, EngineSpec, InputSpec, refuse_frame
 from dpfim.progress import EXACT, Setting, progress_mode
 from dpfim.readers import Records
 from dpfim.samplers.rng import RandomSource
@@ -797,6 +797,7 @@ class _LocalEngine:
     def check(self, inp: InputSpec) -> None:
         from dpfim.readers import check_source
 
+        refuse_frame(inp, self.name)
         check_source(inp.source)
 
     def open(
@@ -811,6 +812,7 @@ class _LocalEngine:
         from dpfim.readers import read_records
         from dpfim.readers.records import truncation_key
 
+        refuse_frame(inp, self.name)
         t0 = time.perf_counter()
         read_paths: list[str] = []
         with memory_phase("reading"):

@@ -37,7 +37,14 @@ from dpfim.engines.byte_ranges import ByteRange
 from dpfim.engines.spark import count, read
 from dpfim.engines.spark.session import T, quiet, require_pyspark, session
 from dpfim.engines.topdown import TopDown
-from dpfim.errors import InputError, InputNotFoundError, ParameterError
+from dpfim.errors import (
+    InputArgumentError,
+    InputError,
+    InputNotFoundError,
+    InputShapeError,
+    ParameterError,
+    RecordValueError,
+)
 from dpfim.inputs import FORMATS, EngineSpec, InputSpec
 from dpfim.readers import long
 from dpfim.readers.records import Vocabulary, truncation_key
@@ -65,6 +72,10 @@ class SparkInput:
     # the secret key of the --max-record-items sample, drawn once on the driver (None: drawn
     # when the blocks are planned); never released
     truncation_key: bytes | None = None
+    # a Spark DataFrame of baskets read from its array<string> column `items_col` in place of
+    # `source` (the Python API; `_read_frame`)
+    frame: DataFrame | None = None
+    items_col: str = "items"
 
 
 class SparkCounts(TopDown):
@@ -84,7 +95,11 @@ class SparkCounts(TopDown):
         self._inp = inp
         self._lines: DataFrame | None = None  # the text input, to number a bad line
         self._persisted: list[DataFrame] = []
-        self._declared = list(Vocabulary(inp.universe).items) if inp.universe is not None else None
+        # a DataFrame's items are kept as spelled (dpfim.readers.frames), a file's are trimmed
+        trim = inp.frame is None
+        self._declared = (
+            list(Vocabulary(inp.universe, trim=trim).items) if inp.universe is not None else None
+        )
         self._ids = ItemIds(self._declared or ())  # shared by with_size() copies
         # the run's truncation key: drawn once, so a rebuilt lineage truncates the same way
         self._key = inp.truncation_key or truncation_key(seed=inp.seed)
@@ -231,9 +246,11 @@ class SparkCounts(TopDown):
         from pyspark import StorageLevel
 
         inp = self._inp
-        by_lines = not FORMATS[inp.fmt].needs_columns  # else grouped by record id: long
+        by_lines = inp.frame is None and not FORMATS[inp.fmt].needs_columns  # else grouped
         ranges = self._plan() if by_lines else None
-        if ranges is not None:
+        if inp.frame is not None:
+            blocks = self._read_frame().rdd.map(read.load_block)
+        elif ranges is not None:
             sc = self._spark.sparkContext
             blocks = sc.parallelize(ranges, max(1, len(ranges))).mapPartitions(
                 functools.partial(read.read_ranges, inp.fmt, inp.sep, inp.universe)
@@ -316,6 +333,24 @@ class SparkCounts(TopDown):
             F.input_file_block_start().alias("block"),
         )
         return self._lines
+
+    def _read_frame(self) -> DataFrame:
+        """A DataFrame of baskets: one row a record, read where its partitions are (no shuffle);
+        the row ids number first appearances in the frame's own row order (read.frame_blocks),
+        deterministic for a given partitioning of the frame."""
+        from pyspark.sql import functions as F
+
+        inp = self._inp
+        assert inp.frame is not None
+        rows = inp.frame.select(
+            F.monotonically_increasing_id().alias("row"), F.col(f"`{inp.items_col}`")
+        )
+        return quiet(
+            lambda: rows.mapInArrow(
+                functools.partial(read.frame_blocks, universe=inp.universe, column=inp.items_col),
+                "blob binary",
+            )
+        )
 
     def _read_long(self) -> DataFrame:
         from pyspark.sql import functions as F
@@ -403,6 +438,8 @@ class SparkCounts(TopDown):
         found = re.search(re.escape(read.MARK) + r"(.*?)" + re.escape(read.MARK), text, re.S)
         if found:
             info = json.loads(found.group(1))
+            if info["file"] == read.FRAME:  # a DataFrame's bad value, as frames.py refuses it
+                return RecordValueError(info["message"])
             shown = self._shown(info["file"])
             line = info["line"]
             if line is None:
@@ -482,6 +519,33 @@ def check_source(source: str, compression: str = "auto") -> None:
         raise InputNotFoundError(f"{source}: no such file", source)
 
 
+def check_frame(frame: Any, items_col: str) -> None:
+    """Usage errors about a DataFrame of baskets, from its schema only (no Spark job)."""
+    require_pyspark()
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import ArrayType, StringType
+
+    if not isinstance(frame, DataFrame):
+        raise InputShapeError(f"not a Spark DataFrame: {type(frame).__name__}")
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        raise ParameterError(
+            "a Spark Connect DataFrame is not read yet (the Spark engine needs the classic "
+            "session's SparkContext)"
+        )
+    if items_col not in frame.columns:
+        shown = ", ".join(frame.columns[:10])
+        raise InputArgumentError(
+            f"the DataFrame has no column {items_col!r} (items_col={items_col!r}; columns: {shown})"
+        )
+    dtype = frame.schema[items_col].dataType
+    if not (isinstance(dtype, ArrayType) and isinstance(dtype.elementType, StringType)):
+        raise InputShapeError(
+            f"column {items_col!r} has type {dtype.simpleString()}: a Spark DataFrame is read "
+            "as one basket a row from an array<string> column (cast it, e.g. "
+            f"F.col({items_col!r}).cast('array<string>'))"
+        )
+
+
 class _SparkEngine:
     """Reads and counts on Spark; the records stay on the executors."""
 
@@ -491,6 +555,9 @@ class _SparkEngine:
     formats = frozenset(n for n, f in FORMATS.items() if not f.needs_columns) | {"long"}
 
     def check(self, inp: InputSpec) -> None:
+        if inp.frame is not None:
+            check_frame(inp.frame, inp.items_col or "items")
+            return
         check_source(inp.source, inp.compression)
 
     def open(
@@ -501,36 +568,40 @@ class _SparkEngine:
         warn: Callable[[str], None],
         rng: RandomSource,
     ) -> Opened:
-        """rng is not used: truncation draws on the executors, per block, from the OS CSPRNG
-        (or, under --seed, from a source derived from the seed and the block)."""
+        """rng is not used for a file: truncation draws on the executors, per block, from the
+        OS CSPRNG (or, under --seed, from a source derived from the seed and the block); for a
+        DataFrame (inp.frame) it draws the truncation key (_open_frame)."""
         from dpfim.readers import default_sep, describe_paths
         from dpfim.views import Merged
 
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        first = count_file(
-            SparkInput(
-                inp.source,
-                inp.decided,
-                default_sep(inp.source, inp.sep),
-                inp.record_col,
-                inp.item_col,
-                inp.universe,
-                inp.max_record_items,
-                inp.seed,
-            ),
-            min(sizes),
-            master=spec.master,
-            conf=spec.conf,
-            timings=timings,
-        )
+        if inp.frame is not None:
+            first = self._open_frame(inp, min(sizes), spec, rng)
+        else:
+            first = count_file(
+                SparkInput(
+                    inp.source,
+                    inp.decided,
+                    default_sep(inp.source, inp.sep),
+                    inp.record_col,
+                    inp.item_col,
+                    inp.universe,
+                    inp.max_record_items,
+                    inp.seed,
+                ),
+                min(sizes),
+                master=spec.master,
+                conf=spec.conf,
+                timings=timings,
+            )
         engines = [first] + [first.with_size(r) for r in sizes if r != min(sizes)]
         engines.sort(key=lambda e: e.size)
         timings["read"] = time.perf_counter() - t0
         counts: Counts = engines[0] if len(engines) == 1 else Merged(engines)
 
         read_by: dict[str, Any] = {}
-        if not FORMATS[inp.decided].needs_columns:  # read by dpfim's readers on the workers
+        if inp.frame is None and not FORMATS[inp.decided].needs_columns:  # dpfim's readers
             paths = dict(sorted(first.paths.items(), key=lambda kv: (-kv[1], kv[0])))
             read_by["read by"] = f"{inp.source} ({inp.decided}): {describe_paths(paths)}"
 
@@ -547,6 +618,36 @@ class _SparkEngine:
             longest_record=lambda: (
                 int(first._guard(lambda: first._blocks.map(count.longest).max())) if first.n else 0
             ),
+        )
+
+    def _open_frame(
+        self, inp: InputSpec, size: int, spec: EngineSpec, rng: RandomSource
+    ) -> SparkCounts:
+        """A DataFrame of baskets, counted in the frame's own session (none is started). The
+        truncation key is drawn here as mine() draws it for in-memory records (from the seed,
+        else from `rng`), so a seeded run keeps the same items on both engines."""
+        if spec.master is not None or spec.conf:
+            raise ParameterError(
+                "a Spark DataFrame is counted in its own session: drop --spark-master and "
+                "--spark-conf"
+            )
+        key = None
+        if inp.max_record_items is not None:
+            key = truncation_key(seed=inp.seed, rng=rng)
+        return SparkCounts(
+            inp.frame.sparkSession,
+            SparkInput(
+                read.FRAME,
+                "",
+                "",
+                universe=inp.universe,
+                max_record_items=inp.max_record_items,
+                seed=inp.seed,
+                truncation_key=key,
+                frame=inp.frame,
+                items_col=inp.items_col or "items",
+            ),
+            size,
         )
 
 

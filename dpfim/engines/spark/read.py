@@ -35,6 +35,7 @@ from dpfim.engines.byte_ranges import ByteRange
 from dpfim.errors import InputError
 from dpfim.inputs import FORMATS
 from dpfim.readers import basket
+from dpfim.readers.frames import missing_item
 from dpfim.readers.records import RecordBuilder, Records, Vocabulary, truncate
 from dpfim.readers.source import CHUNK_BYTES, chunks, decode, decompressed, split_lines
 
@@ -435,6 +436,68 @@ def _long_block(builder: RecordBuilder, first: dict[int, tuple[str, int, int, in
     records = builder.build()
     far = ("\U0010ffff", 0, 0, 0)  # an item whose every row was dropped: never counted
     return Block(records, [first.get(i, far) for i in range(len(records.items))])
+
+
+FRAME = "<DataFrame>"  # the "file" of a Spark DataFrame's records (first appearance, errors)
+_ROW_BITS = 33  # monotonically_increasing_id: the partition id above, the row number below
+
+
+def frame_row(row_id: int) -> str:
+    """How an error names a DataFrame row (its monotonically_increasing_id)."""
+    return f"row {row_id & ((1 << _ROW_BITS) - 1)} of partition {row_id >> _ROW_BITS}"
+
+
+def frame_blocks(
+    batches: Iterable[pa.RecordBatch], universe: Sequence[str] | None, column: str
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow, a Spark DataFrame of baskets: (row id, array of items) -> blocks.
+
+    One row a record, its items kept as spelled (as dpfim.readers.frames reads a list of
+    baskets: no trimming; the empty string is no item; duplicates count once). An item's first
+    appearance is (row id, position in the row's array): the row ids (monotonically_increasing_id)
+    follow the partitions and the rows inside each, so ids and ties fall as for the same baskets
+    in a list in that order. A null array or a null item is a data error (the in-memory inputs
+    refuse a missing basket and a missing item too)."""
+    vocab = Vocabulary(universe, trim=False)
+    builder = RecordBuilder(vocab)
+    first: dict[int, tuple[str, int, int, int]] = {}
+    count = 0
+    for batch in batches:
+        row_ids = batch.column(0).to_numpy(zero_copy_only=False)
+        lists = batch.column(1)
+        if lists.null_count:
+            k = int(np.flatnonzero(lists.is_null().to_numpy(zero_copy_only=False))[0])
+            where = f"{frame_row(int(row_ids[k]))}, column {column!r}"
+            raise _data_error(
+                FRAME,
+                0,
+                None,
+                f"{where}: a null array is not a basket (an empty array is an empty record); "
+                "drop the row or fill it with an empty array",
+            )
+        offsets = np.asarray(lists.offsets, dtype=np.int64)
+        offsets = offsets - offsets[0]
+        flat = lists.flatten()
+        if flat.null_count:
+            j = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
+            row = int(np.searchsorted(offsets, j, side="right")) - 1
+            where = f"{frame_row(int(row_ids[row]))}, column {column!r}"
+            raise _data_error(FRAME, 0, None, str(missing_item(where)))  # frames.py's refusal
+        ids = vocab.ids(flat.to_pylist())
+        builder.add_ids(ids, np.diff(offsets))
+        present = np.flatnonzero(ids >= 0)
+        found, at = np.unique(ids[present], return_index=True)
+        for i, j in zip(found.tolist(), present[at].tolist(), strict=True):
+            if i not in first:  # batches come in row order: the first one seen is the least
+                row = int(np.searchsorted(offsets, j, side="right")) - 1
+                first[i] = (FRAME, int(row_ids[row]), j - int(offsets[row]), 0)
+        count += len(offsets) - 1
+        if count >= _BLOCK_RECORDS:
+            yield _arrow_blob(_long_block(builder, first))
+            vocab = Vocabulary(universe, trim=False)
+            builder, first, count = RecordBuilder(vocab), {}, 0
+    if count:
+        yield _arrow_blob(_long_block(builder, first))
 
 
 def load_block(row: Any) -> Block:
