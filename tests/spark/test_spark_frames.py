@@ -73,30 +73,44 @@ def test_counts_and_tie_order_equal_the_local_engines(spark: Any, size: int) -> 
 
 
 def test_frequent_itemsets_seeded_release_equals_the_list_ones(spark: Any) -> None:
-    df = _frame(spark, _baskets())
+    df = _frame(spark, _baskets(2000))
     rows = [list(r["items"]) for r in df.collect()]
-    kw: dict[str, Any] = {"eps": EPS, "delta": DELTA, "top": 3, "rng": 11}
+    # eps 4 on 2,000 baskets: five itemsets of sizes 1 and 2 released (not an empty frame)
+    kw: dict[str, Any] = {"eps": "4", "delta": DELTA, "top": 5, "sizes": "1-2", "rng": 11}
     local = dpfim.frequent_itemsets(rows, **kw)
     on_spark = dpfim.frequent_itemsets(df, **kw)
-    assert len(local) > 0 and on_spark.equals(local)
+    assert len(local) == 5 and on_spark.equals(local)
     a, b = dict(local.attrs["result"]), dict(on_spark.attrs["result"])
     assert b["params"].pop("engine") == "spark" and a["params"].pop("engine") == "local"
     a.pop("created"), b.pop("created")
     assert a == b
 
 
-def test_mine_with_a_record_cap_and_items_col(spark: Any) -> None:
-    """A record cap truncates the same items (the same key from the seed), duplicates in a row
-    count once, and items_col names the column (FPGrowth's itemsCol)."""
+def test_a_record_cap_keeps_the_same_items_and_items_col_names_the_column(spark: Any) -> None:
+    """--max-record-items truncates the same items as mine() does on a list (the same key from
+    the seed), duplicates in a row count once, and items_col names the column (FPGrowth's
+    itemsCol)."""
+    from dpfim.engines.local import count_records
+    from dpfim.readers.records import truncate, truncation_key
+
     baskets = [[f"x{k % 9}" for k in range(j, j + 7)] + ["x0", "x0"] for j in range(60)]
     df = _frame(spark, baskets, parts=2, col="basket")
     rows = [list(r["basket"]) for r in df.collect()]
-    kw: dict[str, Any] = {"eps": EPS, "delta": DELTA, "size": 2, "max_record_items": 3}
-    for rng in (5, 6):
-        local = dpfim.mine(rows, rng=rng, **kw)
-        on_spark = dpfim.mine(df, items_col="basket", rng=rng, **kw)
-        assert on_spark["itemset"] == local["itemset"]
-        assert on_spark["params"]["max_record_items"] == 3
+    capped = truncate(from_baskets(rows), 3, truncation_key(seed=5))
+    local = count_records(capped, (2,)).counts
+    inp = SparkInput(FRAME, "", "", max_record_items=3, seed=5, frame=df, items_col="basket")
+    counts = SparkCounts(spark, inp, 2)
+    try:
+        local.lower_to(1)
+        counts.lower_to(1)
+        assert list(counts.counts) == list(local.counts)
+        named = [[counts.items[i] for i in row] for row in counts.itemsets]
+        assert named == [[local.items[i] for i in row] for row in local.itemsets]
+    finally:
+        counts.close()
+    kw: dict[str, Any] = {"eps": "8", "delta": DELTA, "size": 1, "max_record_items": 3, "rng": 5}
+    on_spark = dpfim.mine(df, items_col="basket", **kw)
+    assert on_spark["itemset"] == dpfim.mine(rows, **kw)["itemset"] is not None
 
 
 def test_null_values_are_refused_as_in_memory(spark: Any) -> None:
