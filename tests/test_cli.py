@@ -434,7 +434,7 @@ def test_lmm_gap_finds_the_groceries_pair_where_lmm_cannot() -> None:
         pytest.skip("../shared/data/groceries.csv is absent")
     base = ["mine", str(path), "--eps", "0.5", "--delta", "1e-6"]
     for seed in range(5):
-        lmm_out = json.loads(run([*base, "--seed", str(seed)])[1])
+        lmm_out = json.loads(run([*base, "--seed", str(seed), "--mechanism", "lmm"])[1])
         gap_out = json.loads(
             run(
                 [*base, "--seed", str(seed), "--mechanism", "lmm-gap", "--neighbours", "add-remove"]
