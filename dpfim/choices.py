@@ -28,6 +28,7 @@ MECHANISMS = (
     "stability",
     "choosing",
     "limited-domain",
+    "levelwise",
 )
 # mlxtend's metrics that need no original data (representativity needs df_orig)
 RULE_METRICS = (

@@ -31,7 +31,7 @@ from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records, basket_note
 from dpfim.readers.records import truncate, truncation_key
-from dpfim.request import DEFAULT_CANDIDATES
+from dpfim.request import DEFAULT_CANDIDATES, parse_sizes
 from dpfim.samplers.rng import RandomSource, resolve
 
 COLUMNS = (
@@ -137,6 +137,7 @@ def evaluate_file(
     source: str,
     *,
     size: int,
+    sizes: str | None = None,
     eps_list: str,
     delta: str,
     mechanisms: str,
@@ -172,8 +173,12 @@ def evaluate_file(
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
     chosen = choose_mechanisms(parse_list(mechanisms, "--mechanisms"), neighbours)
+    ranked_sizes = parse_sizes(sizes) if sizes is not None else (size,)
+    if sizes is not None:
+        size = min(ranked_sizes)
     check_options(  # --top, --support-share: usage errors before any data is read
-        size=size,
+        size=None if sizes is not None else size,
+        sizes=sizes,
         eps=eps_values[0],
         delta=delta,
         mechanism="lmm",  # valid under both relations; the mechanisms are checked per run
@@ -188,6 +193,7 @@ def evaluate_file(
     opened = open_for_evaluation(
         source,
         size=size,
+        sizes=ranked_sizes,
         fmt=fmt,
         sep=sep,
         record_col=record_col,
@@ -212,12 +218,15 @@ def evaluate_file(
         table = evaluate(
             opened,
             size=size,
+            sizes=ranked_sizes,
             eps_values=eps_values,
             delta=delta,
             mechanisms=chosen.mechanisms,
             trials=trials,
             neighbours=neighbours,
-            universe_size=None if universe_size is None else math.comb(universe_size, size),
+            universe_size=None
+            if universe_size is None
+            else sum(math.comb(universe_size, r) for r in ranked_sizes),
             max_record_items=max_record_items,
             candidates=candidates,
             rng=seed,
@@ -244,6 +253,7 @@ def open_for_evaluation(
     max_record_items: int | str | None = None,
     seed: int | None = None,
     engine: EngineSpec | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> Opened:
     """Read and count `source` with the chosen engine, exactly as `dpfim mine` would (the same
     record-length cap, no vocabulary): what `dpfim evaluate` runs on. close() it when done."""
@@ -251,13 +261,14 @@ def open_for_evaluation(
     cap = check_record_cap(max_record_items)
     given = InputSpec(source, fmt, "", sep, record_col, item_col, compression, cap, None, seed)
     inp = engines.prepare(spec, given)
-    return engines.open_engine(spec, inp, [size], resolve(None)[0])
+    return engines.open_engine(spec, inp, list(sizes or [size]), resolve(None)[0])
 
 
 def evaluate(
     data: Records | Opened,
     *,
     size: int,
+    sizes: Sequence[int] | None = None,
     eps_values: Sequence[str],
     delta: str,
     mechanisms: Sequence[str],
@@ -283,19 +294,22 @@ def evaluate(
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
     random_source, _ = resolve(rng)
+    ranked_sizes = tuple(sizes) if sizes else (size,)
+    size = min(ranked_sizes)
     chosen = choose_mechanisms(mechanisms, neighbours).mechanisms
     cap = check_record_cap(max_record_items)
     if isinstance(data, Records):
         if cap is not None:  # as mine: the default cap applies here too
             key = truncation_key(seed=rng) if isinstance(rng, int) else truncation_key()
             data = truncate(data, cap, key)
-        opened = count_records(data, [size], progress=progress)
+        opened = count_records(data, list(ranked_sizes), progress=progress)
     else:
         opened = data  # an engine read it, with the cap
     assert opened.distinct_items is not None and opened.longest_record is not None
     distinct = opened.distinct_items()
+    vocabulary_given = universe_size is not None  # levelwise then runs on it, without bottom
     if universe_size is None:
-        universe_size = math.comb(distinct, size)
+        universe_size = sum(math.comb(distinct, r) for r in ranked_sizes)
     finite = [m for m in chosen if registry.get(m).needs_vocabulary]
     if finite and universe_size < 1:
         raise InputError(
@@ -305,7 +319,7 @@ def evaluate(
         )
     # choosing's B: the cap (records hold at most that many items); with no cap, the longest
     # record (evaluate is not private: an exact function of the data is fine here)
-    growth_b = cap if cap is not None else max(size, opened.longest_record())
+    growth_b = cap if cap is not None else max(max(ranked_sizes), opened.longest_record())
     ranked = opened.counts
     ranked.ensure(max(top, 1))
     c1 = int(ranked.counts[0]) if len(ranked.counts) else 0
@@ -319,7 +333,8 @@ def evaluate(
     topk_mode = top > 1 or supports
     for mech, eps in jobs:
         opts = check_options(
-            size=size,
+            size=None if len(ranked_sizes) > 1 else size,
+            sizes=ranked_sizes if len(ranked_sizes) > 1 else None,
             eps=eps,
             delta=delta,
             mechanism=mech,
@@ -334,7 +349,8 @@ def evaluate(
         )
         # Only the mechanisms that need a finite universe get one; the others run as they would
         # in `dpfim mine` without --universe-items (open universe, "none" possible).
-        k = universe_size if registry.get(mech).needs_vocabulary else None
+        spec = registry.get(mech)
+        k = universe_size if spec.needs_vocabulary or (vocabulary_given and spec.whole_run) else None
         if topk_mode:
             rows.append(_topk_row(ranked, opts, k, growth_b, trials, random_source, bar))
             continue

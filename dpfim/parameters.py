@@ -146,6 +146,8 @@ TABLE: tuple[Param, ...] = (
         {
             MINE: {},
             RULES: {"help": f"{_SIZES_HELP} [default: {DEFAULT_RULES_SIZES}]."},
+            EVALUATE: {"help": "Several sizes ranked together (1-3), as mine --sizes: the true "
+                       "top K is over all of them (with --top)."},
             PLAN: {"help": "Several sizes ranked together (2,3 or 1-3)."},
             CREATE: {"help": "Each run's --sizes."},
         },
@@ -336,10 +338,11 @@ TABLE: tuple[Param, ...] = (
         "universe_size",
         ("--universe-size",),
         "Vocabulary size |V| for em, noisy-max-laplace, permute-and-flip: K = C(|V|, r) "
-        "[default: the data's own distinct items].",
+        "[default: the data's own distinct items]. Given, levelwise runs as with a declared "
+        "vocabulary (the data's items, no bottom).",
         {EVALUATE: {}},
         type=int,
-        applies={"mechanism": ("em", "noisy-max-laplace", "permute-and-flip")},
+        applies={"mechanism": ("em", "noisy-max-laplace", "permute-and-flip", "levelwise")},
     ),
     # the input
     Param(

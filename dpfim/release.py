@@ -97,6 +97,13 @@ def peel(
     having every nonzero count listed (noisy_max.Groups; the law is the same). round_p: one
     round's parameters (the run's Split, dpfim.accounting); None: (eps/k, delta/k), basic.
     """
+    if spec.whole_run is not None:  # one mechanism for the K rounds (levelwise)
+        found, last = spec.whole_run(counts, round_p or p, k, rng)
+        width = int(counts.itemsets.shape[1])
+        return [
+            Pick(rank, key + (-1,) * (width - len(key)), count, Outcome(None, None, None))
+            for rank, (key, count) in enumerate(found, start=1)
+        ], last
     view = Without(counts, declared)
     if round_p is None:
         round_p = p.scaled(p.eps / k, p.delta / k)
@@ -147,6 +154,8 @@ def ledger(
     by the accountant (basic: exact sums, (eps_sel/K, delta/K) each; tight: the K-fold
     adaptive composition's bound at the run's delta, docs/privacy.md §20.4)."""
     sp = split_of(spec, p, k, eps_support, accountant)
+    if spec.whole_run is not None:
+        return whole_run_ledger(spec, p, k, sp)
     per_round = round_cost(spec, p)
     round_p = p.scaled(sp.eps0, sp.delta0)
     one = basic([per_round(sp.eps0, sp.delta0)])
@@ -193,6 +202,48 @@ def ledger(
         ),
     }
     if not sp.accountant.exact:  # a computed bound: the typed cost it comes from
+        out["cost"] = {"neighbours": str(cost.neighbours), "parts": cost.to_json()}
+    return out
+
+
+def whole_run_ledger(spec: Mechanism, p: Public, k: int, sp: Any) -> dict[str, Any]:
+    """The ledger of a mechanism whose K rounds are one run-level cost (levelwise): the
+    selection at the split's (eps0, delta0), then the supports."""
+    from dpfim.mechanisms import levelwise
+
+    round_p = p.scaled(sp.eps0, sp.delta0)
+    cost = sp.cost(round_cost(spec, p))
+    total = sp.accountant.compose([cost], delta=p.delta)
+    steps = levelwise.steps_for(round_p, k)
+    rows = [
+        {"step": step, "releases": rel, "eps": amount(e), "delta": amount(d)}
+        for step, rel, e, d in steps.rows
+    ]
+    if sp.eps_support > 0:
+        rows.append(
+            {
+                "step": "noisy supports: c(I) + DLap(m/eps_sup) for the m released itemsets "
+                "(L1 sensitivity m: one record moves each count by at most 1)",
+                "releases": "noisy_support",
+                "eps": amount(sp.eps_support),
+                "delta": amount(Fraction(0)),
+            }
+        )
+    out: dict[str, Any] = {
+        "neighbours": p.neighbours,
+        "eps": amount(total.eps),
+        "delta": amount(total.delta),
+        "composition": sp.accountant.composition(total, 1),
+        "accountant": sp.accountant.name,
+        "selection": {"eps": amount(sp.eps0), "delta": amount(sp.delta0)},
+        "levelwise": levelwise.per_run(round_p, k),
+        "split": sp.how,
+        "steps": rows,
+        "note": steps.note
+        + " The selection is one (eps, delta) cost whatever the number of rounds it ran. "
+        "Each run spends (eps, delta); repeated runs on the same data compose.",
+    }
+    if not sp.accountant.exact:
         out["cost"] = {"neighbours": str(cost.neighbours), "parts": cost.to_json()}
     return out
 

@@ -79,6 +79,8 @@ def split_of(
 ) -> Split:
     """How a run of K rounds at p's (eps_sel, delta) is split (Accountant.split): a function of
     public parameters only, computed once per distinct request."""
+    if spec.whole_run is not None:
+        k = 1  # its K rounds are one run-level cost (levelwise): nothing to split among them
     if accountant.exact:  # exact and cheap: never cached, never needs the extra
         return accountant.split(round_cost(spec, p), k, p.eps, eps_support, p.delta)
     # a mechanism's cost reads (eps, delta) and the relation only: one search per request,

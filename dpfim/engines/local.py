@@ -206,6 +206,10 @@ class SupportIndex(TopDown):
         self._begin(size, np.sort(self.item_support)[::-1])
         self.seconds += time.perf_counter() - t0
 
+    def item_supports(self) -> np.ndarray:
+        """The exact support of every item, by id (counted once, when the records were read)."""
+        return self.item_support
+
     def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
         """Exact supports of a batch of itemsets (item ids)."""
         return [self.support(ids) for ids in batch]

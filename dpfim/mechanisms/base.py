@@ -200,7 +200,7 @@ class Mechanism:
     of its own shape); needs_vocabulary: it refuses the open universe (--universe-items);
     needs_record_bound: it needs --max-record-items; pure: its cost never has a delta;
     releases: result fields besides the itemset ("noisy_max", "ell"); check(public): raises
-    ParameterError where its proof does not apply; parameters: the
+    ParameterError where its proof does not apply; whole_run: see the field; parameters: the
     parameters of its own it reads from Public (rows of dpfim/parameters.py whose `applies`
     names this mechanism: elsewhere the command line refuses them).
     """
@@ -219,6 +219,13 @@ class Mechanism:
     releases: tuple[str, ...] = ()
     check: Callable[[Public], None] | None = None
     parameters: tuple[str, ...] = ()
+    # whole_run(counts, public, K, rng) -> ([(sorted item ids, exact support)], outcome that
+    # ended it early or None): a mechanism whose K rounds are one mechanism with a run-level
+    # cost (levelwise): the release calls it once with the run's whole selection (eps, delta)
+    # instead of peeling `run` K times, and accountants see one round
+    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int]], Outcome | None]] | None = (
+        None
+    )
 
     def charge(self, p: Public) -> Cost:
         """The typed cost of one run under p's neighbouring relation."""

@@ -12,7 +12,7 @@ of the data): the cost charged, the extra parameters printed in the result, the 
 
 from __future__ import annotations
 
-from dpfim.mechanisms import baselines, lmm, lmm_floor, lmm_gap, lmm_tight
+from dpfim.mechanisms import baselines, levelwise, lmm, lmm_floor, lmm_gap, lmm_tight
 from dpfim.mechanisms.base import ADD_REMOVE, BOTH, Mechanism, Public
 
 __all__ = ["ADD_REMOVE", "BOTH", "NAMES", "REGISTRY", "Mechanism", "Public", "get"]
@@ -30,6 +30,7 @@ REGISTRY: dict[str, Mechanism] = {
         baselines.STABILITY,
         baselines.CHOOSING,
         baselines.LIMITED_DOMAIN,
+        levelwise.MECHANISM,
     )
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)

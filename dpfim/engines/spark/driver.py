@@ -142,6 +142,21 @@ class SparkCounts(TopDown):
         """Names by id: only grows (the open universe learns items as the threshold falls)."""
         return self._ids.names
 
+    def item_supports(self) -> np.ndarray:
+        """The exact support of every item, by id: every item is interned (in first-appearance
+        order, or declared order), as the counts would when lowered to support 1."""
+        every = self._guard(lambda: self._supports.collect())
+        if self._declared is None:
+            every.sort(key=lambda kv: kv[1][1])
+            ids = [self._ids.id_of(kv[0]) for kv in every]
+        else:
+            position = {item: i for i, item in enumerate(self._declared)}
+            ids = [position[kv[0]] for kv in every]
+        out = np.zeros(len(self.items), dtype=np.int64)
+        for i, kv in zip(ids, every, strict=True):
+            out[i] = int(kv[1][0])
+        return out
+
     def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
         """Exact supports of a batch of itemsets (item ids), in one Spark job."""
         wanted = [tuple(self.items[int(i)] for i in ids) for ids in batch]
