@@ -35,6 +35,7 @@ on every engine of the engine table):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -135,3 +136,14 @@ def tie_order(counts: np.ndarray, rows: np.ndarray) -> np.ndarray:
     if not len(counts):
         return np.zeros(0, dtype=np.int64)
     return np.lexsort((*rows.T[::-1], -counts))
+
+
+def record_weights(lengths: np.ndarray, scale: int) -> np.ndarray:
+    """floor(scale / sqrt(n)) for each record length n >= 1, exactly (integer square roots):
+    a record of n items then has squared weight sum n w^2 <= scale^2 (docs/privacy.md §23.2)."""
+    top = int(lengths.max()) if len(lengths) else 0
+    lut = np.zeros(top + 1, dtype=np.int64)
+    for n in range(1, top + 1):
+        lut[n] = math.isqrt(scale * scale // n)
+    out: np.ndarray = lut[lengths]
+    return out

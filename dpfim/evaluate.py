@@ -350,7 +350,11 @@ def evaluate(
         # Only the mechanisms that need a finite universe get one; the others run as they would
         # in `dpfim mine` without --universe-items (open universe, "none" possible).
         spec = registry.get(mech)
-        k = universe_size if spec.needs_vocabulary or (vocabulary_given and spec.whole_run) else None
+        k = (
+            universe_size
+            if spec.needs_vocabulary or (vocabulary_given and spec.whole_run)
+            else None
+        )
         if topk_mode:
             rows.append(_topk_row(ranked, opts, k, growth_b, trials, random_source, bar))
             continue

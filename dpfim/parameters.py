@@ -146,8 +146,10 @@ TABLE: tuple[Param, ...] = (
         {
             MINE: {},
             RULES: {"help": f"{_SIZES_HELP} [default: {DEFAULT_RULES_SIZES}]."},
-            EVALUATE: {"help": "Several sizes ranked together (1-3), as mine --sizes: the true "
-                       "top K is over all of them (with --top)."},
+            EVALUATE: {
+                "help": "Several sizes ranked together (1-3), as mine --sizes: the true "
+                "top K is over all of them (with --top)."
+            },
             PLAN: {"help": "Several sizes ranked together (2,3 or 1-3)."},
             CREATE: {"help": "Each run's --sizes."},
         },

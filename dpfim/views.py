@@ -238,6 +238,9 @@ class Merged:
     def item_supports(self) -> np.ndarray:
         return self._engines[0].item_supports()  # type: ignore[attr-defined]
 
+    def weighted_item_supports(self, scale: int) -> np.ndarray:
+        return self._engines[0].weighted_item_supports(scale)  # type: ignore[attr-defined]
+
     def part(self, size: int) -> Counts:
         """The engine of one itemset size (levelwise reads the items' counts from size 1)."""
         for e in self._engines:

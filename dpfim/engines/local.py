@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfim.counts import MAX_LISTED, Counts
+from dpfim.counts import MAX_LISTED, Counts, record_weights
 from dpfim.engines import Opened
 from dpfim.engines.topdown import TopDown, next_threshold
 from dpfim.inputs import FORMATS, EngineSpec, InputSpec, refuse_frame
@@ -209,6 +209,17 @@ class SupportIndex(TopDown):
     def item_supports(self) -> np.ndarray:
         """The exact support of every item, by id (counted once, when the records were read)."""
         return self.item_support
+
+    def weighted_item_supports(self, scale: int) -> np.ndarray:
+        """By item id: the sum, over the records holding the item, of floor(scale / sqrt(the
+        record's length)) (levelwise's item discovery, docs/privacy.md §23.2). Exact: float64
+        sums of integers stay exact below 2^53 (at most 2^31 occurrences of weight <= 2^16)."""
+        lengths = np.diff(self._indptr)
+        weights = np.repeat(record_weights(lengths, scale), lengths)
+        sums = np.bincount(
+            self._indices, weights=weights.astype(np.float64), minlength=self._n_items
+        )
+        return sums.astype(np.int64)
 
     def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
         """Exact supports of a batch of itemsets (item ids)."""

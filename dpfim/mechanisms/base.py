@@ -223,9 +223,7 @@ class Mechanism:
     # ended it early or None): a mechanism whose K rounds are one mechanism with a run-level
     # cost (levelwise): the release calls it once with the run's whole selection (eps, delta)
     # instead of peeling `run` K times, and accountants see one round
-    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int]], Outcome | None]] | None = (
-        None
-    )
+    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int]], Outcome | None]] | None = None
 
     def charge(self, p: Public) -> Cost:
         """The typed cost of one run under p's neighbouring relation."""

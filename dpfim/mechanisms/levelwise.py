@@ -1,24 +1,27 @@
 """levelwise: the top K itemsets of sizes 1..s, peeled over a lattice grown from what is released.
 
-Privacy and constants: docs/privacy.md §23. One run is K rounds; round t is the exponential
-mechanism, weight exp(eta c(X)), over a domain that is a function of public values and of the
-earlier rounds' outputs only, plus (open universe) the items the data holds:
+Privacy and constants: docs/privacy.md §23. A run has two parts, composed in zCDP:
 
-- the items not yet released: the declared vocabulary (--universe-items), or, in the open
-  universe, every item of support >= 1, with one more candidate, "bottom", of fixed score tau;
-- every X of size 2..s not yet released whose (|X| - 1)-subsets have all been released (the
-  Apriori condition on the released set, which stays downward closed).
+1. The items (open universe only; a declared vocabulary is public and skips this): every item
+   of the data gets its weighted support, each record weighing floor(M / sqrt(its length)) (so
+   one record moves the vector by at most M in L2), plus discrete Gaussian noise; the items
+   above a threshold T are kept. Only which items are kept is used. This is (rho_items)-zCDP on
+   the items both neighbours hold, and within total variation delta1 of that (an item only one
+   neighbour holds is kept with probability that sums to at most delta1).
+2. K rounds; round t is the exponential mechanism, weight exp(eta c(X)), over a domain that is a
+   function of the kept (or declared) items and of the earlier rounds' outputs only: the items
+   not yet released, and every X of size 2..s not yet released whose (|X| - 1)-subsets have all
+   been released (the released set stays downward closed). eta = eps0 under add/remove (counts
+   all move the same way) and eps0 / 2 under replace-one: each round is eps0-bounded range, so
+   the K rounds are (K eps0^2 / 8)-zCDP under adaptive composition.
 
-A round that picks "bottom" releases nothing (the run goes on). eta = eps0 under add/remove
-(counts all move the same way) and eps0 / 2 under replace-one; each round is eps0-bounded range
-on a fixed domain, so the K rounds are (K eps0^2 / 8)-zCDP (adaptive composition). In the open
-universe each round is within total variation delta0 of such a round (a neighbour adds at most
-B = --max-record-items new items, each of weight e^eta against bottom's e^(eta tau)), so the run is
-(eps, delta_z + (1 + e^eps) K delta0)-DP. The whole run's (eps, delta) is computed here, from
-public values only: accountants see one generic (eps, delta) cost a run.
+The run is (eps, delta_z + (1 + e^eps) delta1)-DP with eps from the total rho at delta_z; the
+whole run's (eps, delta) is computed here from public values only, and accountants see one
+generic (eps, delta) cost a run.
 
-Counting: item supports once (the engine's size-1 counts), then the exact supports of each new
-candidate (the engine's `supports`, a batch a round): never the itemsets below a floor.
+Counting: item supports once (the engine's, when the records are read), then the exact
+supports of each round's new candidates (the engine's `supports`, one batch a round): never the
+itemsets below a floor.
 """
 
 from __future__ import annotations
@@ -37,12 +40,16 @@ from dpfim.errors import ParameterError
 from dpfim.mechanisms.base import BOTH, Mechanism, Outcome, Public, Steps
 from dpfim.mechanisms.lmm_floor import exp_upper
 from dpfim.mechanisms.selection import select_count
+from dpfim.samplers.gaussian import discrete_gaussian
 from dpfim.samplers.rng import RandomSource
 
 NAME = "levelwise"
-# The open universe: the share of delta spent on "a new item outran bottom" (the rest converts
-# the zCDP bound). A public constant of the code (docs/privacy.md §23.4).
-BOTTOM_DELTA_SHARE = Fraction(1, 10)
+# The open universe's item discovery (docs/privacy.md §23.2): its share of the run's zCDP, the
+# share of delta spent on "an item the neighbour lacks was released", and the weight scale M.
+# Public constants of the code, fixed before any data set was measured (§23.4).
+ITEM_RHO_SHARE = Fraction(1, 4)
+ITEM_DELTA_SHARE = Fraction(1, 10)
+WEIGHT_SCALE = 1 << 16
 
 Key = tuple[int, ...]
 
@@ -51,18 +58,20 @@ Key = tuple[int, ...]
 class Calibration:
     """The public constants of one run (docs/privacy.md §23.4), exact.
 
-    eps0: each round's bounded-range parameter; eta: the weight exp(eta c) (eps0 under
-    add/remove, eps0 / 2 under replace-one); rho = K eps0^2 / 8; delta_z: the delta the zCDP
-    bound is converted at; delta0: each round's distance to a bounded-range round (open
-    universe; 0 declared); tau: bottom's score (open universe; None declared); eps, delta: what
-    the run is, by §23.3 (at most the requested pair)."""
+    eps0: each lattice round's bounded-range parameter; eta: the weight exp(eta c) (eps0 under
+    add/remove, eps0 / 2 under replace-one); rho: what the run spends in zCDP (items + rounds);
+    delta_z: the delta that zCDP is converted at; open universe only: sigma2, the item
+    discovery's discrete Gaussian variance (in weight units), threshold T (an item is kept when
+    its weighted support plus noise exceeds T) and delta1, its distance to a zCDP release;
+    eps, delta: what the run is, by §23.3 (at most the requested pair)."""
 
     eps0: Fraction
     eta: Fraction
     rho: Fraction
     delta_z: Fraction
-    delta0: Fraction
-    tau: int | None
+    sigma2: Fraction | None
+    threshold: int | None
+    delta1: Fraction
     eps: Fraction
     delta: Fraction
 
@@ -71,42 +80,62 @@ def calibrate(
     eps: Fraction, delta: Fraction, k: int, neighbours: str, declared: bool, cap: int | None
 ) -> Calibration:
     """The constants for K rounds at (eps, delta); cap: B, the record-length cap (needed in
-    the open universe)."""
+    the open universe: one record holds at most B items)."""
+    replace = Neighbours(neighbours) is Neighbours.REPLACE
     if declared:
-        delta_z, delta0 = delta, Fraction(0)
+        delta_z, delta1 = delta, Fraction(0)
     else:
         if cap is None:
             raise ParameterError(
                 "--mechanism levelwise in the open universe needs the record-length cap (one "
-                "record adds at most B new items): drop --max-record-items none, or declare "
+                "record holds at most B items): drop --max-record-items none, or declare "
                 "the vocabulary with --universe-items FILE"
             )
-        share = delta * BOTTOM_DELTA_SHARE
+        share = delta * ITEM_DELTA_SHARE
         delta_z = delta - share
-        delta0 = decimal_down(share / ((1 + exp_upper(eps)) * k))
+        delta1 = decimal_down(share / (1 + exp_upper(eps)))
     rho = zcdp_rho_for(eps, delta_z)
-    eps0 = decimal_down(Fraction(math.sqrt(8 * rho / k)))
-    while k * eps0 * eps0 / 8 > rho:  # the float square root may round up: step down
+    rho_items = Fraction(0) if declared else rho * ITEM_RHO_SHARE
+    rho_rounds = rho - rho_items
+    eps0 = decimal_down(Fraction(math.sqrt(8 * rho_rounds / k)))
+    while k * eps0 * eps0 / 8 > rho_rounds:  # the float square root may round up: step down
         eps0 = decimal_down(eps0 * Fraction(999_999, 1_000_000))
-    eta = eps0 if Neighbours(neighbours) is Neighbours.ADD_REMOVE else eps0 / 2
-    spent_rho = k * eps0 * eps0 / 8
+    eta = eps0 / 2 if replace else eps0
+    sigma2: Fraction | None = None
+    threshold: int | None = None
+    if not declared:
+        # L2 sensitivity of the weighted item supports: M (add/remove), sqrt(2) M (replace)
+        sens2 = (2 if replace else 1) * WEIGHT_SCALE * WEIGHT_SCALE
+        sigma2 = Fraction(sens2) / (2 * rho_items)
+        threshold = item_threshold(sigma2, delta1, cap or 1)
+    spent_rho = rho_items + k * eps0 * eps0 / 8
     spent_eps = zcdp_eps(spent_rho, delta_z)
-    tau = None if declared else bottom_score(eta, delta0, cap or 1)
-    spent_delta = delta_z + (1 + exp_upper(spent_eps)) * k * delta0
+    spent_delta = delta_z + (1 + exp_upper(spent_eps)) * delta1
     if spent_eps > eps or spent_delta > delta:
         raise AssertionError(f"levelwise calibration over budget: {spent_eps}, {spent_delta}")
-    return Calibration(eps0, eta, spent_rho, delta_z, delta0, tau, spent_eps, spent_delta)
+    return Calibration(
+        eps0, eta, spent_rho, delta_z, sigma2, threshold, delta1, spent_eps, spent_delta
+    )
 
 
-def bottom_score(eta: Fraction, delta0: Fraction, cap: int) -> int:
-    """tau = 1 + ceil(ln(B / delta0) / eta), an integer: the B new items of a neighbour, of
-    count 1 each, then weigh at most B e^eta <= delta0 e^(eta tau) (§23.2)."""
+def item_threshold(sigma2: Fraction, delta1: Fraction, cap: int) -> int:
+    """The smallest integer T with n exp(-(T + 1 - w(n))^2 / (2 sigma2)) <= delta1 for every
+    record length n = 1..B, w(n) = floor(M / sqrt(n)): a record of n items the neighbour lacks
+    brings at most n new items, each of weighted support w(n), and each is kept only if its
+    discrete Gaussian noise is >= T + 1 - w(n) (§23.2)."""
     ctx = decimal.Context(prec=60, rounding=decimal.ROUND_CEILING)
-    ratio = Fraction(cap) / delta0
-    log = ctx.ln(ctx.divide(decimal.Decimal(ratio.numerator), decimal.Decimal(ratio.denominator)))
-    # ln is correctly rounded to 60 digits (error < 1 ulp): 1e-50 covers it
-    bound = Fraction(log) + Fraction(1, 10**50)
-    return 1 + math.ceil(bound / eta)
+    s2 = ctx.divide(decimal.Decimal(sigma2.numerator), decimal.Decimal(sigma2.denominator))
+    best = 0
+    for n in range(1, cap + 1):
+        w = math.isqrt(WEIGHT_SCALE * WEIGHT_SCALE // n)
+        ratio = Fraction(n) / delta1
+        log = ctx.ln(
+            ctx.divide(decimal.Decimal(ratio.numerator), decimal.Decimal(ratio.denominator))
+        )
+        # ln and sqrt correctly rounded up to 60 digits: 1e-50 covers their last place
+        root = Fraction(ctx.sqrt(ctx.multiply(ctx.multiply(2, s2), log))) + Fraction(1, 10**50)
+        best = max(best, w - 1 + math.ceil(root))
+    return best
 
 
 def _calibration(p: Public, k: int) -> Calibration:
@@ -190,14 +219,15 @@ def run_top(
     whole selection (eps, delta). The second value is the outcome that ended the run early
     (the domain ran out), else None."""
     cal = _calibration(p, k)
-    ids, sup = item_supports(counts, None if p.universe_size is None else len(counts.items))
+    declared = p.universe_size is not None
+    ids, sup = item_supports(counts, len(counts.items) if declared else None)
+    if not declared:
+        assert cal.sigma2 is not None and cal.threshold is not None
+        ids, sup = discover_items(counts, ids, sup, cal.sigma2, cal.threshold, rng)
     lattice = Lattice(counts, ids, sup, max(p.sizes))
     picks: list[tuple[Key, int]] = []
     for _ in range(k):
         keys, scores = lattice.domain()
-        if cal.tau is not None:  # bottom: the last entry
-            keys.append(())
-            scores = np.append(scores, cal.tau)
         if not keys:
             return picks, Outcome(None, None, None)
         order = np.argsort(-scores, kind="stable")
@@ -206,10 +236,31 @@ def run_top(
         lo = int(np.searchsorted(-ranked, -c, side="left"))
         hi = int(np.searchsorted(-ranked, -c, side="right"))
         key = keys[int(order[lo + rng.randbelow(hi - lo)])]
-        if key == ():
-            continue  # bottom: this round releases nothing
         picks.append((key, lattice.release(key)))
     return picks, None
+
+
+def discover_items(
+    counts: Counts,
+    ids: np.ndarray,
+    sup: np.ndarray,
+    sigma2: Fraction,
+    threshold: int,
+    rng: RandomSource,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The open universe's items (§23.2): each item of support >= 1 is kept when its weighted
+    support (records weigh floor(M / sqrt(length))) plus N_Z(0, sigma2) exceeds T. Only which
+    items are kept leaves this function, never a noisy value."""
+    weighted = np.asarray(
+        counts.weighted_item_supports(WEIGHT_SCALE),  # type: ignore[attr-defined]
+        dtype=np.int64,
+    )
+    keep = [
+        j
+        for j, i in enumerate(ids.tolist())
+        if int(weighted[i]) + discrete_gaussian(sigma2, rng) > threshold
+    ]
+    return ids[keep], sup[keep]
 
 
 def run_one(counts: Any, p: Public, rng: RandomSource) -> Outcome:
@@ -229,8 +280,8 @@ def _cost(p: Public) -> ApproxDP:
 
 def _hint(p: Public) -> str:
     return (
-        "levelwise releases an itemset every round unless 'bottom' (the open universe's "
-        "unseen items) wins; fewer than --top itemsets mean the rest scored near bottom"
+        "levelwise releases an itemset every round while its domain (the kept items and the "
+        "itemsets over them) has one left"
     )
 
 
@@ -240,26 +291,28 @@ def _extra(p: Public) -> dict[str, Any]:
 
 def steps_for(p: Public, k: int) -> Steps:
     cal = _calibration(p, k)
-    rows: list[tuple[str, str, Fraction, Fraction]] = [
-        (
-            f"{k} rounds of the exponential mechanism, weight exp({cal.eta} c), over the items "
-            "and the itemsets whose subsets are all released; each round "
-            f"{cal.eps0}-bounded range, together {cal.rho}-zCDP",
-            "itemsets (release order)",
-            cal.eps,
-            cal.delta_z,
-        )
-    ]
-    if cal.tau is not None:
+    rows: list[tuple[str, str, Fraction, Fraction]] = []
+    if cal.sigma2 is not None:
         rows.append(
             (
-                f"open universe: bottom scores {cal.tau}; each round is within {cal.delta0} "
-                "of a bounded-range round",
-                "nothing",
+                f"items: weighted supports (records weigh floor({WEIGHT_SCALE}/sqrt(length))) "
+                f"+ N_Z(0, {cal.sigma2}), kept above {cal.threshold}; within {cal.delta1} "
+                "of a zCDP release",
+                "which items are kept (not released)",
                 Fraction(0),
                 cal.delta - cal.delta_z,
             )
         )
+    rows.append(
+        (
+            f"{k} rounds of the exponential mechanism, weight exp({cal.eta} c), over the items "
+            "and the itemsets whose subsets are all released; each round "
+            f"{cal.eps0}-bounded range; with the items {cal.rho}-zCDP",
+            "itemsets (release order)",
+            cal.eps,
+            cal.delta_z,
+        )
+    )
     return Steps(tuple(rows), f"(eps, delta)-DP by docs/privacy.md §23 ({p.neighbours}).")
 
 
@@ -270,12 +323,13 @@ def per_run(p: Public, k: int) -> dict[str, Any]:
         "round_eps": str(cal.eps0),
         "weight": f"exp({cal.eta} c)",
         "rho": str(cal.rho),
-        "proven_eps": str(cal.eps),
-        "proven_delta": str(cal.delta),
+        "proven_eps": float(cal.eps),
+        "proven_delta": float(cal.delta),
     }
-    if cal.tau is not None:
-        out["bottom_score"] = cal.tau
-        out["round_delta"] = str(cal.delta0)
+    if cal.sigma2 is not None:
+        out["item_sigma2"] = str(cal.sigma2)
+        out["item_threshold"] = cal.threshold
+        out["item_delta"] = str(cal.delta1)
     return out
 
 
@@ -290,4 +344,3 @@ MECHANISM = Mechanism(
     check=check,
     whole_run=run_top,
 )
-

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfim.counts import record_weights
 from dpfim.engines.spark.read import Block
 from dpfim.readers.records import Records
 
@@ -284,3 +285,12 @@ def add_lists(a: list[int], b: list[int]) -> list[int]:
 def longest(block: Block) -> int:
     lengths = np.diff(block.records.indptr)
     return int(lengths.max()) if len(lengths) else 0
+
+
+def weighted_items(scale: int, block: Block) -> list[tuple[str, int]]:
+    """(item, sum over the block's records holding it of floor(scale / sqrt(record length)))."""
+    recs = block.records
+    lengths = np.diff(recs.indptr)
+    weights = np.repeat(record_weights(lengths, scale), lengths)
+    sums = np.bincount(recs.indices, weights=weights.astype(np.float64), minlength=len(recs.items))
+    return [(item, int(w)) for item, w in zip(recs.items, sums.tolist(), strict=True) if w]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import operator
 import os
 import re
 import time
@@ -155,6 +156,17 @@ class SparkCounts(TopDown):
         out = np.zeros(len(self.items), dtype=np.int64)
         for i, kv in zip(ids, every, strict=True):
             out[i] = int(kv[1][0])
+        return out
+
+    def weighted_item_supports(self, scale: int) -> np.ndarray:
+        """By item id: the sum, over the records holding the item, of floor(scale / sqrt(the
+        record's length)) (levelwise's item discovery, docs/privacy.md §23.2), in one job.
+        Call item_supports() first: it interns every item."""
+        job = self._blocks.flatMap(functools.partial(count.weighted_items, scale))
+        found = self._guard(lambda: job.reduceByKey(operator.add).collect())
+        out = np.zeros(len(self.items), dtype=np.int64)
+        for name, w in found:
+            out[self._ids.id_of(name)] = int(w)
         return out
 
     def supports(self, batch: Sequence[Sequence[int]]) -> list[int]:
