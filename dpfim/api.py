@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from dpfim import engines, parameters
 from dpfim.choices import (
     DEFAULT_FREQUENT_SIZES,
-    DEFAULT_MECHANISM,
     DEFAULT_RULES_SIZES,
     DEFAULT_RULES_TOP,
 )
@@ -139,7 +138,7 @@ def mine(
     support_share: str | Fraction | None = None,
     eps: Number,
     delta: Number,
-    mechanism: str = DEFAULT_MECHANISM,
+    mechanism: str | None = None,
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,
@@ -344,7 +343,7 @@ def mine_file(
     support_share: str | Fraction | None = None,
     eps: Number,
     delta: Number,
-    mechanism: str = DEFAULT_MECHANISM,
+    mechanism: str | None = None,
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,

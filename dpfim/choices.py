@@ -17,6 +17,12 @@ NEIGHBOURS = ("replace", "add-remove")
 # the default selection mechanism (issue 33: the large-margin member with the smallest lead;
 # docs/privacy.md §22, §22.8 for replace-one); --mechanism lmm is the paper's Algorithm 1
 DEFAULT_MECHANISM = "lmm-floor"
+# the default of --top K >= 2 over --sizes 1-s (issue 31: docs/privacy.md §23); K = 1, or sizes
+# that do not start at 1, keep DEFAULT_MECHANISM
+TOP_K_MECHANISM = "levelwise"
+MECHANISM_DEFAULT_HELP = (
+    f"{TOP_K_MECHANISM} for --top K >= 2 over --sizes 1-s, else {DEFAULT_MECHANISM}"
+)
 MECHANISMS = (
     "lmm",
     "lmm-gap",

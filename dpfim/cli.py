@@ -307,6 +307,16 @@ def _check_applies(command: str, opt: dict[str, Any]) -> None:
         if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
     ]
     values = dict(opt)
+    if "mechanism" in opt and opt["mechanism"] is None:  # the default the run will get
+        from dpfim.request import default_mechanism
+
+        sizes = opt.get("sizes") or opt.get("size")
+        if sizes is None and command == parameters.RULES:
+            sizes = DEFAULT_RULES_SIZES
+        bounded = str(opt.get("max_record_items")).lower() != "none" or bool(
+            opt.get("universe_items")
+        )
+        values["mechanism"] = default_mechanism(opt.get("top") or 1, sizes, bounded)
     if "mechanisms" in opt:  # evaluate compares several: an option applies if one reads it
         values["mechanism"] = [m.strip() for m in opt["mechanisms"].split(",") if m.strip()]
     message = parameters.not_applying(command, given, values)

@@ -46,7 +46,8 @@ COLUMNS = (
     "ms_per_run",
 )
 # With --top K: FNR@K against the true top K (an itemset tied with the K-th true count is a
-# member), precision of the released itemsets, mean |true rank - released rank|, and the median
+# member), precision of the released itemsets, mean |true rank - released rank| (picks of
+# nonzero count), and the median
 # relative error |noisy - true| / true of the released supports (--supports only).
 TOPK_COLUMNS = (
     "mechanism",
@@ -75,8 +76,11 @@ def parse_list(text: str, what: str) -> list[str]:
     return items
 
 
-def choose_mechanisms(mechanisms: Sequence[str], neighbours: str) -> MechanismChoice:
-    """Which mechanisms run under this neighbouring relation (the others are skipped, said why).
+def choose_mechanisms(
+    mechanisms: Sequence[str], neighbours: str, sizes: Sequence[int] = (2,)
+) -> MechanismChoice:
+    """Which mechanisms run under this neighbouring relation and these ranked sizes (the others
+    are skipped, said why: levelwise needs --sizes 1-s).
 
     A choice in which nothing can run is a usage error, never an empty table.
     """
@@ -90,12 +94,17 @@ def choose_mechanisms(mechanisms: Sequence[str], neighbours: str) -> MechanismCh
         if neighbours not in registry.get(m).neighbours:
             valid = " or ".join(sorted(registry.get(m).neighbours))
             skipped.append((m, f"valid only under --neighbours {valid}"))
+        elif registry.get(m).whole_run is not None and tuple(sizes) != tuple(
+            range(1, max(sizes) + 1)
+        ):
+            skipped.append((m, f"ranks sizes 1..s together: give --sizes 1-{max(sizes)}"))
         else:
             run.append(m)
     if not run:
         raise ParameterError(
             f"--mechanisms: none of {', '.join(dict.fromkeys(mechanisms))} can run under "
-            f"--neighbours {neighbours}; pass --neighbours add-remove or another mechanism"
+            f"--neighbours {neighbours} with these sizes; "
+            + "; ".join(f"{m} {why}" for m, why in skipped)
         )
     return MechanismChoice(tuple(run), tuple(skipped))
 
@@ -172,8 +181,8 @@ def evaluate_file(
     check_delta(delta)
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
-    chosen = choose_mechanisms(parse_list(mechanisms, "--mechanisms"), neighbours)
     ranked_sizes = parse_sizes(sizes) if sizes is not None else (size,)
+    chosen = choose_mechanisms(parse_list(mechanisms, "--mechanisms"), neighbours, ranked_sizes)
     if sizes is not None:
         size = min(ranked_sizes)
     check_options(  # --top, --support-share: usage errors before any data is read
@@ -296,7 +305,9 @@ def evaluate(
     random_source, _ = resolve(rng)
     ranked_sizes = tuple(sizes) if sizes else (size,)
     size = min(ranked_sizes)
-    chosen = choose_mechanisms(mechanisms, neighbours).mechanisms
+    chosen = choose_mechanisms(
+        mechanisms, neighbours, tuple(sizes) if sizes else (size,)
+    ).mechanisms
     cap = check_record_cap(max_record_items)
     if isinstance(data, Records):
         if cap is not None:  # as mine: the default cap applies here too
@@ -422,10 +433,11 @@ def _topk_row(
         released.append(len(picks))
         if picks:
             precision.append(hits / len(picks))
-            if any(c == 0 for c in counts):
-                ranked.ensure(2**62)  # the true rank of a zero-count pick needs every count
-            true = topk.true_ranks(ranked.counts, counts)
-            rank_err.extend(abs(t - q.rank) for t, q in zip(true, picks, strict=True))
+            # rank error over the picks of nonzero count: a zero-count pick's true rank would
+            # need every itemset of every size counted (minutes and gigabytes on retail, 1-5)
+            nonzero = [q for q in picks if q.count > 0]
+            true = topk.true_ranks(ranked.counts, [q.count for q in nonzero])
+            rank_err.extend(abs(t - q.rank) for t, q in zip(true, nonzero, strict=True))
         for q in picks:
             if q.noisy_support is not None and q.count > 0:
                 rel_err.append(abs(q.noisy_support - q.count) / q.count)

@@ -20,11 +20,11 @@ from typing import Any
 from dpfim.choices import (
     ACCOUNTANTS,
     COMPRESSIONS,
-    DEFAULT_MECHANISM,
     DEFAULT_RULES_SIZES,
     DEFAULT_RULES_TOP,
     ENGINES,
     FORMATS,
+    MECHANISM_DEFAULT_HELP,
     MECHANISMS,
     NEIGHBOURS,
     RULE_METRICS,
@@ -202,11 +202,10 @@ TABLE: tuple[Param, ...] = (
     Param(
         "mechanism",
         ("--mechanism",),
-        "Selection mechanism.",
+        f"Selection mechanism [default: {MECHANISM_DEFAULT_HELP}].",
         _for(*RUNS, PLAN, CREATE),
         type=MECHANISMS,
-        default=DEFAULT_MECHANISM,
-        show_default=True,
+        default=None,
         library=True,
     ),
     Param(

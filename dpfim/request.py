@@ -16,7 +16,7 @@ from typing import Any
 
 from dpfim.accountants import BASIC, get_accountant
 from dpfim.accounting import Accountant, ApproxDP, Cost, PureDP, RoundCost, Split, basic
-from dpfim.choices import DEFAULT_MECHANISM
+from dpfim.choices import DEFAULT_MECHANISM, TOP_K_MECHANISM
 from dpfim.choices import NEIGHBOURS as NEIGHBOURS
 from dpfim.closure import GAUSSIAN_DELTA_SHARE, check_noise, choose_noise
 from dpfim.errors import ParameterError
@@ -201,12 +201,33 @@ class Options:
         )
 
 
+def default_mechanism(
+    top: int, sizes: str | Sequence[int] | int | None, bounded: bool = True
+) -> str:
+    """The mechanism a run gets when none is named: levelwise for --top K >= 2 over the sizes
+    1..s (issue 31), else lmm-floor (issue 33). sizes: --sizes as given, or --size, or None
+    (the default size 2); bounded: records are capped (--max-record-items) or the vocabulary
+    is declared (levelwise's open universe needs one or the other). Public parameters only."""
+    if not bounded:
+        return DEFAULT_MECHANISM
+    if isinstance(sizes, int) or sizes is None:
+        parsed: tuple[int, ...] = (2 if sizes is None else sizes,)
+    else:
+        try:
+            parsed = parse_sizes(sizes)
+        except ParameterError:
+            return DEFAULT_MECHANISM  # check_options reports the bad --sizes itself
+    from_one = parsed == tuple(range(1, max(parsed) + 1))
+    top_k = not isinstance(top, bool) and isinstance(top, int) and top >= 2
+    return TOP_K_MECHANISM if top_k and from_one else DEFAULT_MECHANISM
+
+
 def check_options(
     *,
     size: int | None,
     eps: Number,
     delta: Number,
-    mechanism: str = DEFAULT_MECHANISM,
+    mechanism: str | None = None,
     neighbours: str = "replace",
     ell_max: int = DEFAULT_ELL_MAX,
     candidates: int = DEFAULT_CANDIDATES,
@@ -231,6 +252,9 @@ def check_options(
     (docs/privacy.md §20.4; needs dp-accounting)."""
     max_record_items = check_record_cap(max_record_items)
     acct = get_accountant(accountant)
+    if mechanism is None:
+        bounded = max_record_items is not None or universe_given
+        mechanism = default_mechanism(top, sizes if sizes is not None else size, bounded)
     if mechanism not in registry.REGISTRY:
         raise ParameterError(f"--mechanism must be one of {', '.join(MECHANISMS)}: {mechanism!r}")
     if neighbours not in NEIGHBOURS:

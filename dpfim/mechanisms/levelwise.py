@@ -119,23 +119,37 @@ def calibrate(
 
 
 def item_threshold(sigma2: Fraction, delta1: Fraction, cap: int) -> int:
-    """The smallest integer T with n exp(-(T + 1 - w(n))^2 / (2 sigma2)) <= delta1 for every
+    """An integer T with n exp(-(T + 1 - w(n))^2 / (2 sigma2)) <= delta1 for every
     record length n = 1..B, w(n) = floor(M / sqrt(n)): a record of n items the neighbour lacks
     brings at most n new items, each of weighted support w(n), and each is kept only if its
-    discrete Gaussian noise is >= T + 1 - w(n) (§23.2)."""
-    ctx = decimal.Context(prec=60, rounding=decimal.ROUND_CEILING)
+    discrete Gaussian noise is >= T + 1 - w(n) (§23.2). A guess from 60-digit decimals (whose
+    ln and sqrt round to nearest), then certified exactly from one below the guess: each n's
+    bound is checked with a certified upper bound of the exponential, and T raised until every
+    n passes."""
+    ctx = decimal.Context(prec=60)
     s2 = ctx.divide(decimal.Decimal(sigma2.numerator), decimal.Decimal(sigma2.denominator))
-    best = 0
+    guess = 0
     for n in range(1, cap + 1):
-        w = math.isqrt(WEIGHT_SCALE * WEIGHT_SCALE // n)
         ratio = Fraction(n) / delta1
         log = ctx.ln(
             ctx.divide(decimal.Decimal(ratio.numerator), decimal.Decimal(ratio.denominator))
         )
-        # ln and sqrt correctly rounded up to 60 digits: 1e-50 covers their last place
-        root = Fraction(ctx.sqrt(ctx.multiply(ctx.multiply(2, s2), log))) + Fraction(1, 10**50)
-        best = max(best, w - 1 + math.ceil(root))
-    return best
+        root = Fraction(ctx.sqrt(ctx.multiply(ctx.multiply(2, s2), log)))
+        guess = max(guess, math.isqrt(WEIGHT_SCALE * WEIGHT_SCALE // n) - 1 + math.ceil(root))
+    threshold = max(guess - 1, 0)  # the guess may be one too high: certify from below it
+    while not _threshold_holds(threshold, sigma2, delta1, cap):
+        threshold += 1
+    return threshold
+
+
+def _threshold_holds(t: int, sigma2: Fraction, delta1: Fraction, cap: int) -> bool:
+    """n e^(-m^2 / (2 sigma2)) <= delta1 with m = t + 1 - w(n) > 0, for n = 1..B, exactly
+    (an upper bound of the exponential from certified interval arithmetic)."""
+    for n in range(1, cap + 1):
+        m = t + 1 - math.isqrt(WEIGHT_SCALE * WEIGHT_SCALE // n)
+        if m <= 0 or n * exp_upper(-Fraction(m * m) / (2 * sigma2)) > delta1:
+            return False
+    return True
 
 
 def _calibration(p: Public, k: int) -> Calibration:

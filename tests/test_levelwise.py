@@ -1,0 +1,143 @@
+"""levelwise's constants against the hand computation of docs/privacy.md §23.4, its refusals,
+and what a run releases (the lattice itself: tests/test_levelwise_lattice.py; its privacy:
+tests/audit/test_audit_levelwise.py)."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from cli_run import run
+
+from dpfim.errors import ParameterError
+from dpfim.mechanisms import levelwise
+from dpfim.mechanisms.levelwise import WEIGHT_SCALE, calibrate, item_threshold
+
+E6 = Fraction(1, 10**6)
+
+
+def _rho(eps: float, delta: float) -> float:
+    """Bun & Steinke's conversion solved for rho, by hand: (sqrt(L + eps) - sqrt(L))^2."""
+    log = math.log(1 / delta)
+    return (math.sqrt(log + eps) - math.sqrt(log)) ** 2
+
+
+def test_open_universe_constants_match_the_hand_computation() -> None:
+    c = calibrate(Fraction(1), E6, 50, "add-remove", False, 64)
+    assert c.delta_z == Fraction(9, 10**7)
+    assert c.delta1 == Fraction(268941, 10**13)  # 1e-7 / (1 + e) = 2.689414e-8, six digits down
+    rho = _rho(1.0, 9e-7)
+    assert rho == pytest.approx(0.0173412, abs=1e-7)
+    eps0 = math.sqrt(8 * 0.75 * rho / 50)
+    assert float(c.eps0) == pytest.approx(eps0, rel=1e-5) and float(c.eps0) <= eps0
+    assert c.eps0 == Fraction("0.0456173") and c.eta == c.eps0
+    sigma2 = WEIGHT_SCALE**2 / (2 * 0.25 * rho)
+    assert math.sqrt(float(c.sigma2 or 0)) / WEIGHT_SCALE == pytest.approx(10.739, abs=1e-3)
+    by_hand = max(
+        math.isqrt(WEIGHT_SCALE**2 // n)
+        - 1
+        + math.ceil(math.sqrt(2 * sigma2 * math.log(n / 2.68941e-8)))
+        for n in range(1, 65)
+    )
+    assert c.threshold is not None and abs(c.threshold - by_hand) <= 2
+    assert c.threshold == 4_633_057  # the figure docs/privacy.md §23.4 states
+
+
+def test_declared_vocabulary_spends_all_of_rho_on_the_rounds() -> None:
+    c = calibrate(Fraction(1), E6, 50, "add-remove", True, 64)
+    assert c.delta_z == E6 and c.delta1 == 0 and c.sigma2 is None and c.threshold is None
+    assert c.eps0 == Fraction("0.0528679")
+    assert float(c.eps0) <= math.sqrt(8 * _rho(1.0, 1e-6) / 50)
+
+
+def test_replace_halves_the_exponent_and_raises_the_item_threshold() -> None:
+    add = calibrate(Fraction(1), E6, 50, "add-remove", False, 64)
+    rep = calibrate(Fraction(1), E6, 50, "replace", False, 64)
+    assert rep.eps0 == add.eps0 and rep.eta == add.eps0 / 2
+    assert rep.sigma2 == 2 * (add.sigma2 or 0)  # L2 sensitivity sqrt(2) M
+    assert rep.threshold is not None and add.threshold is not None
+    assert rep.threshold > add.threshold
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta", "k", "neighbours", "declared"),
+    [
+        (Fraction(1, 10), E6, 50, "add-remove", False),
+        (Fraction(1, 2), Fraction(1, 10**9), 100, "replace", False),
+        (Fraction(2), E6, 500, "add-remove", False),
+        (Fraction(1, 2), E6, 1, "replace", True),
+    ],
+)
+def test_the_run_spends_at_most_what_it_is_charged(
+    eps: Fraction, delta: Fraction, k: int, neighbours: str, declared: bool
+) -> None:
+    c = calibrate(eps, delta, k, neighbours, declared, 64)
+    assert c.eps <= eps and c.delta <= delta
+    assert c.rho >= k * c.eps0**2 / 8
+
+
+def test_the_item_threshold_meets_delta1_for_every_record_length() -> None:
+    """n exp(-(T + 1 - w(n))^2 / (2 sigma^2)) <= delta1 at 50 digits, n = 1..B (§23.2)."""
+    sigma2, delta1, cap = Fraction(10**12, 7), Fraction(3, 10**9), 40
+    t = item_threshold(sigma2, delta1, cap)
+    ctx = decimal.Context(prec=50)
+    worst = decimal.Decimal(0)
+    for n in range(1, cap + 1):
+        w = math.isqrt(WEIGHT_SCALE**2 // n)
+        m = decimal.Decimal(t + 1 - w)
+        s2 = decimal.Decimal(sigma2.numerator) / decimal.Decimal(sigma2.denominator)
+        term = ctx.multiply(n, ctx.exp(-(m * m) / (2 * s2)))
+        worst = max(worst, term)
+    d1 = decimal.Decimal(delta1.numerator) / decimal.Decimal(delta1.denominator)
+    assert worst <= d1
+    assert worst > d1 / 2  # and T is not far above what it needs (within one unit of slack)
+
+
+def test_the_open_universe_needs_the_record_cap() -> None:
+    with pytest.raises(ParameterError, match="record-length cap"):
+        calibrate(Fraction(1), E6, 10, "add-remove", False, None)
+
+
+def test_sizes_must_start_at_one() -> None:
+    from dpfim.mechanisms.base import Public
+
+    with pytest.raises(ParameterError, match="sizes 1-3"):
+        levelwise.check(Public(Fraction(1), E6, (2, 3)))
+    levelwise.check(Public(Fraction(1), E6, (1, 2, 3)))
+
+
+def _data(tmp_path: Path) -> Path:
+    lines = ["a b c"] * 60 + ["a b"] * 40 + ["c d"] * 30 + ["e"] * 5 + ["a c e f"] * 10
+    path = tmp_path / "baskets.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_mine_top_k_across_sizes_releases_the_lattice_in_order(tmp_path: Path) -> None:
+    args = ["mine", str(_data(tmp_path)), "--eps", "4", "--delta", "1e-6", "--top", "6"]
+    args += ["--sizes", "1-3", "--mechanism", "levelwise", "--seed", "5", "--supports"]
+    code, out, err = run(args)
+    assert code == 0, err
+    res = json.loads(out)
+    released = [tuple(x["items"]) for x in res["itemsets"]]
+    assert 1 <= len(released) <= 6 and len(set(released)) == len(released)
+    for j, items in enumerate(released):  # every subset of a release was released before it
+        for drop in range(len(items) if len(items) > 1 else 0):
+            assert items[:drop] + items[drop + 1 :] in released[:j]
+    assert all("noisy_support" in x for x in res["itemsets"])
+    book = res["ledger"]
+    assert book["levelwise"]["proven_eps"] <= 3.0 + 1e-12  # the selection's share, eps (1 - 1/4)
+    assert book["levelwise"]["item_threshold"] > 0
+    assert res["params"]["mechanism"] == "levelwise" and res["private"] is False
+    again = run(args)[1]
+    assert json.loads(again)["itemsets"] == res["itemsets"]  # seeded: reproducible
+
+
+def test_mine_refuses_levelwise_without_sizes_from_one(tmp_path: Path) -> None:
+    args = ["mine", str(_data(tmp_path)), "--eps", "1", "--delta", "1e-6", "--top", "3"]
+    code, _, err = run([*args, "--sizes", "2-3", "--mechanism", "levelwise"])
+    assert code == 2 and "--sizes 1-3" in err and "Traceback" not in err
