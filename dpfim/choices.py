@@ -51,8 +51,8 @@ RULE_METRICS = (
 # The stated default split: half of eps selects, half releases the closure's supports (and n
 # under add/remove, as one more coordinate of the same vector).
 DEFAULT_CLOSURE_SHARE = Fraction(1, 2)
-# The consumers' defaults (dpfim rules, api.rules_file / association_rules: the top 20 of
+# The consumers' defaults (dpfim rules, api.rules_file / association_rules: the top 50 of
 # sizes 1-2; api.frequent_itemsets: sizes 1-3, so that mlxtend finds rules of three items)
-DEFAULT_RULES_TOP = 20
+DEFAULT_RULES_TOP = 50
 DEFAULT_RULES_SIZES = "1-2"
 DEFAULT_FREQUENT_SIZES = "1-3"

@@ -46,7 +46,7 @@ def plan(
     budget_eps: str | Fraction,
     budget_delta: str | Fraction,
     runs: int,
-    mechanism: str,
+    mechanism: str | None = None,
     delta: str | Fraction | None = None,
     neighbours: str = "replace",
     accountant: str = "basic",
@@ -83,7 +83,9 @@ def plan(
     )
     per_delta = opts.spent_delta
     if delta is None and per_delta > 0:
-        raise ParameterError(f"--mechanism {mechanism} spends a delta: give each run's --delta")
+        raise ParameterError(
+            f"--mechanism {opts.mechanism} spends a delta: give each run's --delta"
+        )
     budget = (b_eps, b_delta)
     if not acct.delta_fits(runs * per_delta, b_delta):
         raise BudgetError(
@@ -112,7 +114,7 @@ def plan(
         )
     total = acct.compose([_cost_at(opts, best).times(runs)], delta=b_delta)
     return {
-        "mechanism": mechanism,
+        "mechanism": opts.mechanism,  # the default resolved (--top K over sizes 1-s: levelwise)
         "neighbours": neighbours,
         "runs": runs,
         "accountant": accountant,
