@@ -27,6 +27,7 @@ itemsets below a floor.
 from __future__ import annotations
 
 import decimal
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -76,6 +77,7 @@ class Calibration:
     delta: Fraction
 
 
+@functools.lru_cache(maxsize=64)
 def calibrate(
     eps: Fraction, delta: Fraction, k: int, neighbours: str, declared: bool, cap: int | None
 ) -> Calibration:
@@ -312,7 +314,7 @@ def steps_for(p: Public, k: int) -> Steps:
                 f"items: weighted supports (records weigh floor({WEIGHT_SCALE}/sqrt(length))) "
                 f"+ N_Z(0, {cal.sigma2}), kept above {cal.threshold}; within {cal.delta1} "
                 "of a zCDP release",
-                "which items are kept (not released)",
+                "which items are kept (not printed; its rho is in the total below)",
                 Fraction(0),
                 cal.delta - cal.delta_z,
             )
