@@ -403,7 +403,7 @@ def _topk_row(
     spec = registry.get(opts.mechanism)
     p = opts.public(universe_size, growth_b)
     round_p = opts.round_public(universe_size, growth_b)  # the run's split (basic or tight)
-    _, eps_sup = topk.shares(opts.eps, opts.supports, opts.support_share)
+    eps_sup = opts.eps_support
     k = opts.top
     kth = int(ranked.counts[k - 1]) if len(ranked.counts) >= k else 0
 
@@ -424,7 +424,7 @@ def _topk_row(
         picks, _ = topk.peel(
             ranked, spec, p, k, random_source, namer if universe_size else None, round_p=round_p
         )
-        if opts.supports:
+        if opts.supports and not opts.whole_supports:  # levelwise adds its own
             picks = topk.add_supports(picks, eps_sup, random_source)
         spent += time.perf_counter() - t0
         counts = [q.count for q in picks]

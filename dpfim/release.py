@@ -101,8 +101,8 @@ def peel(
         found, last = spec.whole_run(counts, round_p or p, k, rng)
         width = int(counts.itemsets.shape[1])
         return [
-            Pick(rank, key + (-1,) * (width - len(key)), count, Outcome(None, None, None))
-            for rank, (key, count) in enumerate(found, start=1)
+            Pick(rank, key + (-1,) * (width - len(key)), count, Outcome(None, None, None), noisy)
+            for rank, (key, count, noisy) in enumerate(found, start=1)
         ], last
     view = Without(counts, declared)
     if round_p is None:
@@ -237,7 +237,9 @@ def whole_run_ledger(spec: Mechanism, p: Public, k: int, sp: Any) -> dict[str, A
         "accountant": sp.accountant.name,
         "selection": {"eps": amount(sp.eps0), "delta": amount(sp.delta0)},
         "levelwise": levelwise.per_run(round_p, k),
-        "split": sp.how,
+        "split": "one run-level (eps, delta) for the whole selection"
+        + (", supports included (docs/privacy.md §23.5)" if p.support_share else "")
+        + f" ({sp.accountant.name})",
         "steps": rows,
         "note": steps.note
         + " The selection is one (eps, delta) cost whatever the number of rounds it ran. "
@@ -450,8 +452,8 @@ def release(
         declared = DeclaredUniverse(vocab, sizes, counts)
     round_p = opts.round_public(universe_size, max_record_items)
     picks, last = peel(counts, spec, p, opts.top, rng, name_zero, declared, round_p)
-    _, eps_sup = shares(opts.eps, opts.supports, opts.support_share)
-    if opts.supports:
+    eps_sup = opts.eps_support
+    if opts.supports and not opts.whole_supports:  # levelwise adds its own
         picks = add_supports(picks, eps_sup, rng)
     items = counts.items  # read now: the open universe's names grow while counting
     names = [sort_items(items[i] for i in ids_of(q.ids)) for q in picks]

@@ -148,7 +148,7 @@ class Options:
 
     def cost(self, universe_size: int | None = None, max_record_items: int | None = None) -> Cost:
         """The typed cost the mechanism reports for this run (K rounds plus the supports)."""
-        _, eps_sup = shares(self.eps, self.supports, self.support_share)
+        eps_sup = self.eps_support
         closure: Cost | None = None
         if self.closure_share is not None:  # rules: the closure's supports (and n)
             eps_sup = Fraction(0)
@@ -160,10 +160,17 @@ class Options:
         return cost if closure is None else cost.plus(closure)
 
     @property
+    def whole_supports(self) -> bool:
+        """--supports that the mechanism adds itself, inside its own budget (levelwise:
+        discrete Gaussian noise from a share of its zCDP, docs/privacy.md §23.5)."""
+        return self.supports and registry.get(self.mechanism).whole_run is not None
+
+    @property
     def eps_support(self) -> Fraction:
-        """The --supports eps (0 without them, and for a rules run: its closure is charged
-        apart, after the selection)."""
-        if self.closure_share is not None:
+        """The --supports eps spent apart from the mechanism (0 without them, when the
+        mechanism adds them itself, and for a rules run: its closure is charged apart, after
+        the selection)."""
+        if self.closure_share is not None or self.whole_supports:
             return Fraction(0)
         return shares(self.eps, self.supports, self.support_share)[1]
 
@@ -189,6 +196,8 @@ class Options:
         eps_sel, _ = shares(self.eps, self.supports, self.support_share)
         if self.closure_share is not None:
             eps_sel = self.eps * (1 - self.closure_share)
+        if self.whole_supports:  # the mechanism divides the whole budget itself
+            eps_sel = self.eps
         return registry.Public(
             eps_sel,
             self.delta - self.closure_delta,
@@ -198,6 +207,7 @@ class Options:
             self.candidates,
             max_record_items,
             universe_size,
+            self.support_share if self.whole_supports else Fraction(0),
         )
 
 

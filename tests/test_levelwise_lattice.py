@@ -144,9 +144,9 @@ def test_a_run_keeps_the_released_set_downward_closed(declared: bool, seed: int)
     rng, _ = resolve(seed)
     picks, end = lw.run_top(counts, p, 25, rng)
     assert end is None and len(picks) == 25  # the domain never ran out here
-    keys = [k for k, _ in picks]
+    keys = [k for k, _, _ in picks]
     assert len(set(keys)) == len(keys)
-    for t, (key, count) in enumerate(picks):
+    for t, (key, count, _) in enumerate(picks):
         assert list(key) == sorted(key) and 1 <= len(key) <= 3
         assert count == support(baskets, tuple(records.items[i] for i in key))
         if len(key) > 1:  # every (|X| - 1)-subset was released in an earlier round
@@ -172,7 +172,7 @@ def test_a_run_never_releases_an_itemset_twice(declared: bool) -> None:
     for seed in range(5):
         rng, _ = resolve(seed)
         picks, end = lw.run_top(counts, p, 50, rng)
-        keys = [k for k, _ in picks]
+        keys = [k for k, _, _ in picks]
         assert len(keys) == len(set(keys))
         assert end is not None  # ended early: nothing left to release
         n = 4 if declared else 3  # open: a, b, c all far above T; d is not in the data
@@ -196,7 +196,7 @@ def test_a_declared_vocabulary_releases_zero_count_items() -> None:
     for seed in range(200):
         rng, _ = resolve(seed)
         picks, _ = lw.run_top(counts, p, 3, rng)
-        named = [(tuple(records.items[i] for i in key), c) for key, c in picks]
+        named = [(tuple(records.items[i] for i in key), c) for key, c, _ in picks]
         for names, c in named:
             if c == 0:
                 released_zero.add(names)

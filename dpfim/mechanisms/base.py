@@ -128,6 +128,9 @@ class Public:
     candidates: int = 10
     max_record_items: int | None = None
     universe_size: int | None = None
+    # the share of the run's budget for noisy supports a whole-run mechanism adds itself
+    # (levelwise: a share of its zCDP budget, docs/privacy.md §23.5); 0: no supports from it
+    support_share: Fraction = Fraction(0)
 
     def scaled(self, eps: Fraction, delta: Fraction) -> Public:
         """The same parameters with another (eps, delta): one round of a composition."""
@@ -219,11 +222,13 @@ class Mechanism:
     releases: tuple[str, ...] = ()
     check: Callable[[Public], None] | None = None
     parameters: tuple[str, ...] = ()
-    # whole_run(counts, public, K, rng) -> ([(sorted item ids, exact support)], outcome that
-    # ended it early or None): a mechanism whose K rounds are one mechanism with a run-level
-    # cost (levelwise): the release calls it once with the run's whole selection (eps, delta)
-    # instead of peeling `run` K times, and accountants see one round
-    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int]], Outcome | None]] | None = None
+    # whole_run(counts, public, K, rng) -> ([(sorted item ids, exact support, noisy support or
+    # None)], the outcome that ended it early or None): a mechanism whose K rounds are one
+    # mechanism with a run-level cost (levelwise): the release calls it once with the run's
+    # whole (eps, delta) instead of peeling `run` K times, and accountants see one round
+    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int, int | None]], Any]] | None = (
+        None
+    )
 
     def charge(self, p: Public) -> Cost:
         """The typed cost of one run under p's neighbouring relation."""

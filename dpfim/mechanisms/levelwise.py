@@ -64,7 +64,8 @@ class Calibration:
     delta_z: the delta that zCDP is converted at; open universe only: sigma2, the item
     discovery's discrete Gaussian variance (in weight units), threshold T (an item is kept when
     its weighted support plus noise exceeds T) and delta1, its distance to a zCDP release;
-    eps, delta: what the run is, by §23.3 (at most the requested pair)."""
+    eps, delta: what the run is, by §23.3 (at most the requested pair); rho_supports: the
+    zCDP of the noisy supports (--supports; §23.5), part of rho."""
 
     eps0: Fraction
     eta: Fraction
@@ -75,14 +76,22 @@ class Calibration:
     delta1: Fraction
     eps: Fraction
     delta: Fraction
+    rho_supports: Fraction = Fraction(0)
 
 
 @functools.lru_cache(maxsize=64)
 def calibrate(
-    eps: Fraction, delta: Fraction, k: int, neighbours: str, declared: bool, cap: int | None
+    eps: Fraction,
+    delta: Fraction,
+    k: int,
+    neighbours: str,
+    declared: bool,
+    cap: int | None,
+    support_share: Fraction = Fraction(0),
 ) -> Calibration:
     """The constants for K rounds at (eps, delta); cap: B, the record-length cap (needed in
-    the open universe: one record holds at most B items)."""
+    the open universe: one record holds at most B items); support_share: the share of the
+    zCDP budget for the noisy supports (0: none)."""
     replace = Neighbours(neighbours) is Neighbours.REPLACE
     if declared:
         delta_z, delta1 = delta, Fraction(0)
@@ -97,8 +106,10 @@ def calibrate(
         delta_z = delta - share
         delta1 = decimal_down(share / (1 + exp_upper(eps)))
     rho = zcdp_rho_for(eps, delta_z)
-    rho_items = Fraction(0) if declared else rho * ITEM_RHO_SHARE
-    rho_rounds = rho - rho_items
+    rho_supports = rho * support_share
+    rest = rho - rho_supports
+    rho_items = Fraction(0) if declared else rest * ITEM_RHO_SHARE
+    rho_rounds = rest - rho_items
     eps0 = decimal_down(Fraction(math.sqrt(8 * rho_rounds / k)))
     while k * eps0 * eps0 / 8 > rho_rounds:  # the float square root may round up: step down
         eps0 = decimal_down(eps0 * Fraction(999_999, 1_000_000))
@@ -110,14 +121,30 @@ def calibrate(
         sens2 = (2 if replace else 1) * WEIGHT_SCALE * WEIGHT_SCALE
         sigma2 = Fraction(sens2) / (2 * rho_items)
         threshold = item_threshold(sigma2, delta1, cap or 1)
-    spent_rho = rho_items + k * eps0 * eps0 / 8
+    spent_rho = rho_items + k * eps0 * eps0 / 8 + rho_supports
     spent_eps = zcdp_eps(spent_rho, delta_z)
     spent_delta = delta_z + (1 + exp_upper(spent_eps)) * delta1
     if spent_eps > eps or spent_delta > delta:
         raise AssertionError(f"levelwise calibration over budget: {spent_eps}, {spent_delta}")
     return Calibration(
-        eps0, eta, spent_rho, delta_z, sigma2, threshold, delta1, spent_eps, spent_delta
+        eps0,
+        eta,
+        spent_rho,
+        delta_z,
+        sigma2,
+        threshold,
+        delta1,
+        spent_eps,
+        spent_delta,
+        rho_supports,
     )
+
+
+def support_variance(rho_supports: Fraction, m: int) -> Fraction:
+    """sigma^2 of the m released itemsets' noisy supports: their exact supports move by at
+    most 1 each between neighbours (both relations), so the m-vector has L2 sensitivity
+    sqrt(m), and N_Z(0, m / (2 rho_s)) on each is rho_s-zCDP (§23.5)."""
+    return Fraction(m) / (2 * rho_supports)
 
 
 def item_threshold(sigma2: Fraction, delta1: Fraction, cap: int) -> int:
@@ -155,9 +182,8 @@ def _threshold_holds(t: int, sigma2: Fraction, delta1: Fraction, cap: int) -> bo
 
 
 def _calibration(p: Public, k: int) -> Calibration:
-    return calibrate(
-        p.eps, p.delta, k, p.neighbours, p.universe_size is not None, p.max_record_items
-    )
+    declared = p.universe_size is not None
+    return calibrate(p.eps, p.delta, k, p.neighbours, declared, p.max_record_items, p.support_share)
 
 
 def check(p: Public) -> None:
@@ -230,10 +256,22 @@ def item_supports(counts: Counts, vocabulary: int | None) -> tuple[np.ndarray, n
 
 def run_top(
     counts: Counts, p: Public, k: int, rng: RandomSource
+) -> tuple[list[tuple[Key, int, int | None]], Outcome | None]:
+    """Up to k itemsets (sorted item ids, exact support, noisy support or None) in release
+    order; p holds the run's whole (eps, delta) and, with --supports, their share. The second
+    value is the outcome that ended the run early (the domain ran out), else None."""
+    picks, last = _select(counts, p, k, rng)
+    cal = _calibration(p, k)
+    if not cal.rho_supports or not picks:
+        return [(key, c, None) for key, c in picks], last
+    sigma2 = support_variance(cal.rho_supports, len(picks))
+    return [(key, c, c + discrete_gaussian(sigma2, rng)) for key, c in picks], last
+
+
+def _select(
+    counts: Counts, p: Public, k: int, rng: RandomSource
 ) -> tuple[list[tuple[Key, int]], Outcome | None]:
-    """Up to k itemsets (sorted item ids, exact support) in release order; p holds the run's
-    whole selection (eps, delta). The second value is the outcome that ended the run early
-    (the domain ran out), else None."""
+    """Parts I and II: up to k (sorted item ids, exact support) in release order."""
     cal = _calibration(p, k)
     declared = p.universe_size is not None
     ids, sup = item_supports(counts, len(counts.items) if declared else None)
@@ -281,7 +319,7 @@ def discover_items(
 
 def run_one(counts: Any, p: Public, rng: RandomSource) -> Outcome:
     """One round on its own (K = 1 through the per-round interface): the named pick."""
-    picks, _ = run_top(counts, p, 1, rng)
+    picks, _ = _select(counts, p, 1, rng)
     if not picks:
         return Outcome(None, None, None)
     key, count = picks[0]
@@ -323,12 +361,23 @@ def steps_for(p: Public, k: int) -> Steps:
         (
             f"{k} rounds of the exponential mechanism, weight exp({cal.eta} c), over the items "
             "and the itemsets whose subsets are all released; each round "
-            f"{cal.eps0}-bounded range; with the items {cal.rho}-zCDP",
+            f"{cal.eps0}-bounded range; with the items and the supports {cal.rho}-zCDP",
             "itemsets (release order)",
             cal.eps,
             cal.delta_z,
         )
     )
+    if cal.rho_supports:
+        rows.append(
+            (
+                "noisy supports: c(I) + N_Z(0, m / (2 rho_s)) for the m released itemsets, "
+                f"rho_s = {cal.rho_supports} (L2 sensitivity sqrt(m)); its rho is in the total "
+                "above",
+                "noisy_support",
+                Fraction(0),
+                Fraction(0),
+            )
+        )
     return Steps(tuple(rows), f"(eps, delta)-DP by docs/privacy.md §23 ({p.neighbours}).")
 
 
@@ -342,6 +391,9 @@ def per_run(p: Public, k: int) -> dict[str, Any]:
         "proven_eps": float(cal.eps),
         "proven_delta": float(cal.delta),
     }
+    if cal.rho_supports:
+        out["support_rho"] = str(cal.rho_supports)
+        out["support_sigma2_per_itemset"] = f"m / {2 * cal.rho_supports} for m released"
     if cal.sigma2 is not None:
         out["item_sigma2"] = str(cal.sigma2)
         out["item_threshold"] = cal.threshold
