@@ -190,7 +190,8 @@ TABLE: tuple[Param, ...] = (
     Param(
         "support_share",
         ("--support-share",),
-        "Share of --eps spent on --supports [default: 0.25]; the rest selects.",
+        "Share of --eps spent on --supports [default: 0.25]; the rest selects (levelwise: "
+        "the share of its zCDP budget, docs/privacy.md §23.5).",
         {
             MINE: {},
             EVALUATE: {"help": "As mine --support-share [default: 0.25]."},

@@ -235,7 +235,7 @@ def whole_run_ledger(spec: Mechanism, p: Public, k: int, sp: Any) -> dict[str, A
         "delta": amount(total.delta),
         "composition": sp.accountant.composition(total, 1),
         "accountant": sp.accountant.name,
-        "selection": {"eps": amount(sp.eps0), "delta": amount(sp.delta0)},
+        "selection": {"eps": amount(sp.eps0), "delta": amount(sp.delta0)},  # supports included
         "levelwise": levelwise.per_run(round_p, k),
         "split": "one run-level (eps, delta) for the whole selection"
         + (", supports included (docs/privacy.md §23.5)" if p.support_share else "")

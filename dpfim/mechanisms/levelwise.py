@@ -1,6 +1,8 @@
 """levelwise: the top K itemsets of sizes 1..s, peeled over a lattice grown from what is released.
 
-Privacy and constants: docs/privacy.md §23. A run has two parts, composed in zCDP:
+Privacy and constants: docs/privacy.md §23. A run has two parts (three with --supports: the
+released itemsets' supports plus discrete Gaussian noise from a share of the same budget,
+§23.5), composed in zCDP:
 
 1. The items (open universe only; a declared vocabulary is public and skips this): every item
    of the data gets its weighted support, each record weighing floor(M / sqrt(its length)) (so
@@ -393,7 +395,7 @@ def per_run(p: Public, k: int) -> dict[str, Any]:
     }
     if cal.rho_supports:
         out["support_rho"] = str(cal.rho_supports)
-        out["support_sigma2_per_itemset"] = f"m / {2 * cal.rho_supports} for m released"
+        out["support_sigma2"] = f"m * ({1 / (2 * cal.rho_supports)}) for m released"
     if cal.sigma2 is not None:
         out["item_sigma2"] = str(cal.sigma2)
         out["item_threshold"] = cal.threshold
