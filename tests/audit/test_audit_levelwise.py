@@ -49,6 +49,34 @@ pairs, and 3.41, 4.64, 5.10 and 3.92 for the four broken variants (claim: 3).
 A lattice that admits itemsets whose subsets were not released is no privacy mistake (the domain
 stays a function of public values and earlier outputs), so no audit can catch it:
 tests/test_levelwise_lattice.py checks the downward closure instead.
+
+Part III, the noisy supports (`Public.support_share` > 0: levelwise adds N_Z(0, m / (2 rho_s)) to
+the exact support of each of the m released itemsets, rho_s = share * rho; docs/privacy.md
+§23.5). The same runs with share 1/4 (--support-share's default) on four of the pairs above --
+LIFTED (declared, add/remove), OPPOSED (declared, replace), LONG (open, add/remove) and
+SHORTENED (open, replace) -- and with share 3/4 on EVERYTHING (declared, add/remove, K = 14: the
+14 itemsets of sizes 1-3 over abcd; D' adds abcd, which raises every count by 1, so the
+selection has the same law on both sides, every run releases all 14 and the supports carry the
+whole loss). The joint output (itemsets, noisy supports) is coarsened by a function fixed in
+advance (a post-processing, so the claim covers it), with e = noisy - c_D(X) (c_D: D's exact
+supports, a table, whichever side ran): "signs", the released set with the tuple of [e > 0];
+"sum", the released set with floor(sum of e / w) clipped to -2..1 (w = 6 on the small pairs,
+where m <= 3 and one support's sigma <= 3.45; w = 11 on EVERYTHING, sigma of the sum 15.9). Each
+side's noisy - its own exact support is also checked to be N_Z(0, m / (2 rho_s)) in mean and
+variance (six standard errors). Bonferroni over the bounds of that test function (about 1,650,
+each at 6e-8): false alarm <= 1e-4 as above.
+Broken variant: "supports' variance ignoring m" (sigma^2 = 1 / (2 rho_s), one support's
+sensitivity instead of the m-vector's sqrt(m)), on EVERYTHING: the "sum" bin [-11, 0) has
+probability 0.450 on D against 0.0003 on D' and the bin >= 11 0.795 on D' against 0.0067 on D
+(exact). It needs that pair: at share 1/4 and m <= 3 the broken supports are (m rho / 4)-zCDP,
+within the claim's rho on their own, and a Gaussian's own law exceeds the claimed (3, 0.05) only
+from m * share > 2.25 (it is tighter than its zCDP conversion), visibly in a few thousand runs
+from ~7. Not catchable by this audit: supports noised with rho_s that the run does not charge (rho_s
+not taken from the selection's rho): their law is unchanged, and the rounds' eta grows by
+sqrt(4/3) on pairs whose exact eps is <= 1.7.
+With these seeds the supports view's eps lower bound is at most 0.53 on the real mechanism (0 on
+the four small pairs: no event there is bounded above delta = 0.05; 0.53 on EVERYTHING, whose
+exact eps on these bins is 1.22) and 4.15 for the broken variance (claim: 3).
 """
 
 from __future__ import annotations
@@ -79,6 +107,13 @@ from dpfim.samplers.rng import resolve
 
 N = int(os.environ.get("DPFIM_AUDIT_N_LEVELWISE", 6000))  # runs per side, real mechanism
 N_ETA = int(os.environ.get("DPFIM_AUDIT_N_LEVELWISE_ETA", 12000))  # the subtle broken variant
+# Part III (the noisy supports): runs per side on the small pairs, and on the 14-round pair (the
+# real mechanism, then the broken variance)
+N_SUP = int(os.environ.get("DPFIM_AUDIT_N_LEVELWISE_SUPPORTS", 4000))
+N_SUP_ALL = int(os.environ.get("DPFIM_AUDIT_N_LEVELWISE_SUPPORTS_ALL", 2000))
+N_SUP_BROKEN = int(os.environ.get("DPFIM_AUDIT_N_LEVELWISE_SUPPORTS_BROKEN", 2000))
+SHARE = Fraction(1, 4)  # --support-share's default
+SHARE_ALL = Fraction(3, 4)  # the 14-round pair's (see the broken variant's test)
 SPEC = registry.get("levelwise")
 VIEWS = ("ordered", "set")
 
@@ -174,29 +209,31 @@ LIFTED = Pair(
     "(zero counts are public candidates); y never appears in the data",
     vocabulary="abcxy",
 )
+LONG = Pair(
+    "open, add/remove: a long record brings a new item and moves every weight",
+    ADD,
+    BASE3,
+    (*BASE3, "abcz"),
+    3,
+    2,
+    "abcz weighs M/2 on each of four items (L2 move M): b 8.98 M -> 9.48 M crosses "
+    "T = 9.30 M, a rises, z (0.5 M) only D' holds",
+)
+SHORTENED = Pair(
+    "open, replace: a long record replaced by a short one with a new item",
+    REPLACE,
+    (*BASE4, "abcd"),
+    (*BASE4, "z"),
+    3,
+    3,
+    "a 13.62 M -> 13.12 M and b 12.62 M -> 12.12 M around T = 12.95 M, c and d fall, z "
+    "(M) only D' holds; sizes 1-3",
+)
 PAIRS = [
     LONE,
     BOUNDARY,
-    Pair(
-        "open, add/remove: a long record brings a new item and moves every weight",
-        ADD,
-        BASE3,
-        (*BASE3, "abcz"),
-        3,
-        2,
-        "abcz weighs M/2 on each of four items (L2 move M): b 8.98 M -> 9.48 M crosses "
-        "T = 9.30 M, a rises, z (0.5 M) only D' holds",
-    ),
-    Pair(
-        "open, replace: a long record replaced by a short one with a new item",
-        REPLACE,
-        (*BASE4, "abcd"),
-        (*BASE4, "z"),
-        3,
-        3,
-        "a 13.62 M -> 13.12 M and b 12.62 M -> 12.12 M around T = 12.95 M, c and d fall, z "
-        "(M) only D' holds; sizes 1-3",
-    ),
+    LONG,
+    SHORTENED,
     Pair(
         "open, replace: a record of another length",
         REPLACE,
@@ -235,6 +272,19 @@ PAIRS = [
         delta=Fraction(1, 100),
     ),
 ]
+BASE9 = times("a", 2) + times("bc", 3) + ("d", "abcd")
+EVERYTHING = Pair(
+    "declared, add/remove: a record in every itemset, K = 14",
+    ADD,
+    BASE9,
+    (*BASE9, "abcd"),
+    14,
+    3,
+    "abcd raises all 14 itemsets of sizes 1-3 over abcd by 1: every round's weights scale by "
+    "e^eta alike, so the selection has the same law on both sides, every run releases all 14 "
+    "(m = 14) and the whole loss is the supports' (supports only: the ordered view has 14! cells)",
+    vocabulary="abcd",
+)
 
 
 # --- the broken variants --------------------------------------------------------------------
@@ -270,6 +320,8 @@ def variant(name: str) -> Iterator[None]:
         patches.append(mock.patch.object(lw, "discrete_gaussian", lambda s2, rng: 0))
     elif name == "lattice only from itemsets present in the data":
         patches.append(mock.patch.object(lw.Lattice, "release", _present_only(lw.Lattice.release)))
+    elif name == "supports' variance ignoring m":  # sensitivity 1, not sqrt(m)
+        patches.append(mock.patch.object(lw, "support_variance", lambda rho_s, m: 1 / (2 * rho_s)))
     elif name not in ("real", "add/remove weight under replace", "item threshold ignored"):
         raise ValueError(name)
     for p in patches:
@@ -284,26 +336,40 @@ def variant(name: str) -> Iterator[None]:
 # --- sampling ---------------------------------------------------------------------------------
 
 
-def _chunk(args: tuple[Pair, bool, str, int, int]) -> list[A.Output]:
-    pair, prime, name, seed, n = args
+def _chunk(args: tuple[Pair, bool, str, int, int, Fraction]) -> list[A.Output]:
+    pair, prime, name, seed, n, share = args
     rng, private = resolve(seed)
     assert not private
     baskets = [list(r) for r in (pair.d_prime if prime else pair.d)]
     universe = None if pair.vocabulary is None else list(pair.vocabulary)
     records = from_baskets(baskets, universe=universe)
-    p = pair.public()
+    p = dataclasses.replace(pair.public(), support_share=share)
     counts = count_records(records, p.sizes).counts
     out: list[A.Output] = []
     with variant(name):
         for _ in range(n):
             picks, _ = release.peel(counts, SPEC, p, pair.k, rng)
             sel = tuple(tuple(sorted(records.items[i] for i in q.ids if i >= 0)) for q in picks)
-            out.append((0, 1, sel))  # no noisy value is released: constants in their place
+            if not share:
+                out.append((0, 1, sel))  # no noisy value is released: constants in their place
+                continue
+            noisy = tuple(q.noisy_support for q in picks)
+            assert None not in noisy, picks
+            out.append((0, 1, (sel, noisy)))  # Part III: (itemsets, their noisy supports)
     return out
 
 
-def sample(pair: Pair, prime: bool, seed: int, name: str = "real", n: int = N) -> list[A.Output]:
-    jobs = [(pair, prime, name, seed * 1000 + j, n // 2 + (j < n % 2)) for j in range(2)]
+def sample(
+    pair: Pair,
+    prime: bool,
+    seed: int,
+    name: str = "real",
+    n: int = N,
+    share: Fraction = Fraction(0),
+) -> list[A.Output]:
+    """n outputs of one side; share: Public.support_share (0: itemsets only, else (itemsets,
+    noisy supports))."""
+    jobs = [(pair, prime, name, seed * 1000 + j, n // 2 + (j < n % 2), share) for j in range(2)]
     with ProcessPoolExecutor(2) as pool:
         return [o for part in pool.map(_chunk, jobs) for o in part]
 
@@ -314,28 +380,110 @@ def view(outputs: list[A.Output], name: str) -> list[A.Output]:
     return [(m, ell, tuple(sorted(sel))) for m, ell, sel in outputs]
 
 
-def audit(samples: list[tuple[Pair, list[A.Output], list[A.Output]]]) -> list[A.Check]:
-    total = sum(
-        A.n_bounds(view(side, v), "full") for _, d, dp in samples for side in (d, dp) for v in VIEWS
-    )
+def bonferroni(tests: list[tuple[str, Pair, list[A.Output], list[A.Output]]]) -> list[A.Check]:
+    """check_pair in both directions on every (label, pair, D's view, D''s view), each bound at
+    FAMILY_ALPHA / (the number of bounds of the whole list): one false alarm in 10^4 lists."""
+    total = sum(A.n_bounds(side, "full") for _, _, d, dp in tests for side in (d, dp))
     alpha_each = A.FAMILY_ALPHA / total
-    checks = []
-    for pair, d, dp in samples:
-        for v in VIEWS:
-            for left, right, direction in ((d, dp, "D vs D'"), (dp, d, "D' vs D")):
-                checks.append(
-                    A.check_pair(
-                        f"{pair.name} [{v}]",
-                        view(left, v),
-                        view(right, v),
-                        "full",
-                        float(pair.eps),
-                        float(pair.delta),
-                        alpha_each,
-                        direction,
-                    )
-                )
-    return checks
+    return [
+        A.check_pair(
+            label, left, right, "full", float(pair.eps), float(pair.delta), alpha_each, direction
+        )
+        for label, pair, d, dp in tests
+        for left, right, direction in ((d, dp, "D vs D'"), (dp, d, "D' vs D"))
+    ]
+
+
+def audit(samples: list[tuple[Pair, list[A.Output], list[A.Output]]]) -> list[A.Check]:
+    return bonferroni(
+        [
+            (f"{pair.name} [{v}]", pair, view(d, v), view(dp, v))
+            for pair, d, dp in samples
+            for v in VIEWS
+        ]
+    )
+
+
+# --- Part III: the noisy supports -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Supports:
+    """A pair run with support_share = 1/4, audited on coarsened supports (a post-processing of
+    (itemsets, noisy supports) by a function fixed in advance, so the claim covers it)."""
+
+    pair: Pair
+    width: int  # the "sum" view's bin width
+    views: tuple[str, ...] = ("signs", "sum")
+    n: int = N_SUP
+    share: Fraction = SHARE
+
+
+def exact_support(records: tuple[str, ...], x: Itemset) -> int:
+    """c(X) by brute force (not the engine's count)."""
+    return sum(1 for r in records if set(x) <= set(r))
+
+
+def supports_view(outputs: list[A.Output], case: Supports, name: str) -> list[A.Output]:
+    """(the released SET, bins of its noisy supports), the itemsets in sorted order. The bins
+    read e = noisy - c_D(X), c_D a table fixed by the test (D's exact supports, whichever side
+    ran): "signs", the tuple of [e > 0]; "sum", floor(sum of e / width) clipped to -2..1 (so the
+    two outer bins are tail events)."""
+    ref = functools.cache(functools.partial(exact_support, case.pair.d))
+    out: list[A.Output] = []
+    for _, _, (sel, noisy) in outputs:
+        order = sorted(range(len(sel)), key=lambda j: sel[j])
+        e = [noisy[j] - ref(sel[j]) for j in order]
+        if name == "signs":
+            bins: Any = tuple(int(v > 0) for v in e)
+        elif name == "sum":
+            bins = min(max(sum(e) // case.width, -2), 1)
+        else:
+            raise ValueError(name)
+        out.append((0, 1, (tuple(sel[j] for j in order), bins)))
+    return out
+
+
+def audit_supports(
+    samples: list[tuple[Supports, list[A.Output], list[A.Output]]],
+) -> list[A.Check]:
+    return bonferroni(
+        [
+            (
+                f"{c.pair.name} [supports: {v}]",
+                c.pair,
+                supports_view(d, c, v),
+                supports_view(dp, c, v),
+            )
+            for c, d, dp in samples
+            for v in c.views
+        ]
+    )
+
+
+def assert_support_noise(case: Supports, d: list[A.Output], dp: list[A.Output]) -> None:
+    """noisy - c(X) (the side's own exact support, by brute force) is the stated N_Z(0, m /
+    (2 rho_s)): over the n draws of both sides, standardized, mean and variance within six
+    standard errors (1 / sqrt(n), sqrt(2 / n)) of 0 and 1."""
+    rho_s = lw.calibrate(
+        case.pair.eps,
+        case.pair.delta,
+        case.pair.k,
+        case.pair.neighbours,
+        case.pair.vocabulary is not None,
+        case.pair.cap,
+        case.share,
+    ).rho_supports
+    z = []
+    for outputs, records in ((d, case.pair.d), (dp, case.pair.d_prime)):
+        for _, _, (sel, noisy) in outputs:
+            sd = math.sqrt(float(lw.support_variance(rho_s, len(sel))) if sel else 1)
+            z += [(y - exact_support(records, x)) / sd for x, y in zip(sel, noisy, strict=True)]
+    n = len(z)
+    mean = sum(z) / n
+    var = sum((v - mean) ** 2 for v in z) / (n - 1)
+    assert n >= 2000 and abs(mean) < 6 / math.sqrt(n), (case.pair.name, n, mean)
+    assert abs(var - 1) < 6 * math.sqrt(2 / n), (case.pair.name, n, var)
 
 
 def released(outputs: list[A.Output]) -> Counter[Itemset]:
@@ -413,3 +561,67 @@ def test_the_levelwise_audit_catches_a_broken_variant(name: str, pair: Pair, n: 
     assert any(c.violations for c in checks), [
         (c.pair[-9:], c.direction, round(c.eps_lower_bound, 3)) for c in checks
     ]
+
+
+SUPPORTS = [
+    Supports(LIFTED, 6),
+    Supports(OPPOSED, 6),
+    Supports(LONG, 6),
+    Supports(SHORTENED, 6),
+    Supports(EVERYTHING, 11, ("sum",), N_SUP_ALL, SHARE_ALL),
+]
+
+
+@pytest.mark.slow
+def test_levelwise_with_supports_satisfies_its_claim() -> None:
+    samples = [
+        (
+            c,
+            sample(c.pair, False, 500 + 2 * k, n=c.n, share=c.share),
+            sample(c.pair, True, 501 + 2 * k, n=c.n, share=c.share),
+        )
+        for k, c in enumerate(SUPPORTS)
+    ]
+    checks = audit_supports(samples)
+    bad = [f"{c.pair} {c.direction}: {v}" for c in checks for v in c.violations]
+    assert not bad, bad
+    assert all(c.n_events > 0 for c in checks)
+    print(
+        "levelwise supports audit",
+        [(c.pair[:30], c.pair[-14:], c.direction, round(c.eps_lower_bound, 3)) for c in checks],
+    )
+    for c, d, dp in samples:
+        assert_lattice_law(c.pair, [(0, 1, sel) for _, _, (sel, _) in d])
+        assert_lattice_law(c.pair, [(0, 1, sel) for _, _, (sel, _) in dp])
+        assert_support_noise(c, d, dp)
+    # the 14-round pair releases everything on both sides (m = 14 in every run)
+    assert all(len(sel) == 14 for _, _, (sel, _) in samples[-1][1] + samples[-1][2])
+
+
+@pytest.mark.slow
+def test_the_levelwise_audit_catches_supports_noise_that_ignores_m() -> None:
+    """sigma^2 = 1 / (2 rho_s) whatever m (the sensitivity of one support, not of the
+    m-vector): on EVERYTHING the 14 supports are then 14 rho_s = 10.5 rho -zCDP instead of
+    rho_s. The sum of e moves by 14, 3.29 of its standard deviations (0.88 with the real
+    variance), and its bins have, exactly (the discrete Gaussian convolved 14 times), [-11, 0):
+    0.450 on D against 0.0003 on D' (eps 7.1 at delta 0.05) and >= 11: 0.795 on D' against
+    0.0067 on D (eps 4.7); the real variance gives these bins at most eps 1.22.
+
+    Why this pair and share: with the default share 1/4 and m <= 3 (the small pairs) the broken
+    supports are (m rho / 4)-zCDP <= 3 rho / 4 < rho, within the claim on their own, and what
+    the selection adds is far below its bound on these pairs; a Gaussian release's own law
+    exceeds the claimed (3, 0.05) only from m s rho > 2.25 rho (it is tighter than its zCDP
+    conversion), and a few thousand runs see it only from m s ~ 7."""
+    case = Supports(EVERYTHING, 11, ("sum",), N_SUP_BROKEN, SHARE_ALL)
+    name = "supports' variance ignoring m"
+    samples = [
+        (
+            case,
+            sample(case.pair, False, 950, name, case.n, case.share),
+            sample(case.pair, True, 951, name, case.n, case.share),
+        )
+    ]
+    checks = audit_supports(samples)
+    summary = [(c.direction, round(c.eps_lower_bound, 3)) for c in checks]
+    print(name, summary)
+    assert any(c.violations for c in checks), summary
