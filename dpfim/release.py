@@ -422,6 +422,11 @@ class Release:
     top: int
     supports: bool
     single: bool
+    # levelwise's supports (docs/privacy.md §23.5): each one's standard deviation (public: m
+    # and rho_s) and their least-squares projection onto consistent supports (a subset at least
+    # as frequent as its supersets, none negative, none above n under replace): post-processing
+    support_sd: float | None = None
+    consistent: list[float] | None = None
 
 
 def release(
@@ -465,7 +470,38 @@ def release(
         if opts.supports:
             params["support_share"] = str(opts.support_share)
         book = ledger(spec, p, opts.top, eps_sup, opts.accountant)
-    return Release(spec, picks, names, last, params, book, opts.top, opts.supports, single)
+    sd, consistent = _whole_run_supports(opts, p, picks, counts)
+    return Release(
+        spec, picks, names, last, params, book, opts.top, opts.supports, single, sd, consistent
+    )
+
+
+def _whole_run_supports(
+    opts: Options, p: Public, picks: list[Pick], counts: Counts
+) -> tuple[float | None, list[float] | None]:
+    """levelwise's supports: (their standard deviation, their consistent projection). The
+    released set is downward closed (§23.1), so every subset of a release is among them; n is
+    a bound only under replace, where it is public (add/remove: no upper bound)."""
+    if not opts.whole_supports or not picks:
+        return None, None
+    from dpfim.mechanisms import levelwise
+    from dpfim.rules import project
+
+    cal = levelwise.calibrate(
+        p.eps,
+        p.delta,
+        opts.top,
+        p.neighbours,
+        p.universe_size is not None,
+        p.max_record_items,
+        p.support_share,
+    )
+    sd = math.sqrt(float(levelwise.support_variance(cal.rho_supports, len(picks))))
+    keys = [tuple(ids_of(q.ids)) for q in picks]
+    noisy = [float(q.noisy_support or 0) for q in picks]
+    fixed_n = float(counts.n) if p.neighbours == "replace" else math.inf
+    consistent, _ = project(keys, noisy, None, fixed_n)
+    return sd, [round(v, 6) for v in consistent]
 
 
 def sort_items(items: Iterable[str]) -> list[str]:

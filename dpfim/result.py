@@ -44,7 +44,8 @@ RELEASABLE = frozenset(
     {
         "schema",
         "itemset",
-        "itemsets",  # --top K > 1: [{"rank", "items", "noisy_support"?, ...}], rank order
+        "itemsets",  # --top K > 1: [{"rank", "items", "noisy_support"?, "support_sd"?,
+        # "consistent_support"? (levelwise: post-processing of the noisy supports), ...}]
         "noisy_support",  # --supports with K = 1: a noisy count, never exact
         "noisy_max",
         "ell",
@@ -90,10 +91,13 @@ def release_fields(rel: Release) -> dict[str, Any]:
         fields.update(_round_fields(rel, first.outcome if first else rel.last))
         return fields
     entries = []
-    for q, names in zip(rel.picks, rel.names, strict=True):
+    for j, (q, names) in enumerate(zip(rel.picks, rel.names, strict=True)):
         entry: dict[str, Any] = {"rank": q.rank, "items": names}
         if rel.supports:
             entry["noisy_support"] = q.noisy_support
+        if rel.consistent is not None:  # levelwise: its noise's sd and the consistent value
+            entry["support_sd"] = rel.support_sd
+            entry["consistent_support"] = rel.consistent[j]
         entry.update(_round_fields(rel, q.outcome))
         entries.append(entry)
     return {"itemsets": entries}

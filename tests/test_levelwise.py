@@ -184,3 +184,25 @@ def test_levelwise_noisy_supports_are_centred_on_the_exact_ones() -> None:
     assert len(errors) == 120
     assert abs(mean) < 4 * sd / math.sqrt(len(errors))
     assert 0.75 * sigma < sd < 1.25 * sigma
+
+
+def test_levelwise_supports_come_with_their_sd_and_a_consistent_projection() -> None:
+    """The released set is downward closed, so the projection can order every release against
+    its subsets: consistent supports are >= 0, <= n (public under replace), and a subset's is at
+    least each superset's; support_sd is sqrt(m / (2 rho_s)) from public values."""
+    from dpfim import api
+
+    recs = [["a", "b", "c"]] * 300 + [["a", "b"]] * 200 + [["c", "d"]] * 150 + [["e"]] * 25
+    for seed in range(5):
+        res = api.mine(recs, eps="0.3", delta="1e-6", top=8, sizes="1-3", supports=True, rng=seed)
+        entries = res["itemsets"]
+        cal = calibrate(Fraction(3, 10), E6, 8, "replace", False, 64, Fraction(1, 4))
+        sd = math.sqrt(float(levelwise.support_variance(cal.rho_supports, len(entries))))
+        got = {tuple(e["items"]): e["consistent_support"] for e in entries}
+        for e in entries:
+            assert e["support_sd"] == pytest.approx(sd)
+            assert 0 <= e["consistent_support"] <= res["n"] + 1e-6
+            items = tuple(e["items"])
+            for drop in range(len(items) if len(items) > 1 else 0):
+                sub = items[:drop] + items[drop + 1 :]
+                assert got[sub] >= e["consistent_support"] - 1e-6
