@@ -285,6 +285,11 @@ def check_options(
             f"--mechanism {mechanism} needs a record-length cap (its growth bound is C(B, r)): "
             "drop --max-record-items none, or give --max-record-items B"
         )
+    if spec.whole_run is not None and max_record_items is None and not universe_given:
+        raise ParameterError(  # levelwise's open universe: one record adds at most B items
+            f"--mechanism {mechanism} in the open universe needs the record-length cap: drop "
+            "--max-record-items none, or declare the vocabulary with --universe-items FILE"
+        )
     if candidates < 1:
         raise ParameterError(f"--candidates must be at least 1, got {candidates}")
     if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:

@@ -206,3 +206,33 @@ def test_levelwise_supports_come_with_their_sd_and_a_consistent_projection() -> 
             for drop in range(len(items) if len(items) > 1 else 0):
                 sub = items[:drop] + items[drop + 1 :]
                 assert got[sub] >= e["consistent_support"] - 1e-6
+
+
+def test_the_open_universe_without_a_cap_is_refused_before_reading() -> None:
+    from dpfim.request import check_options
+
+    with pytest.raises(ParameterError, match="record-length cap"):
+        check_options(
+            size=None,
+            sizes="1-2",
+            eps="1",
+            delta="1e-6",
+            top=5,
+            mechanism="levelwise",
+            max_record_items="none",
+        )
+    # declared vocabulary: no cap needed; and the default falls back to lmm-floor without one
+    check_options(
+        size=None,
+        sizes="1-2",
+        eps="1",
+        delta="1e-6",
+        top=5,
+        mechanism="levelwise",
+        max_record_items="none",
+        universe_given=True,
+    )
+    opts = check_options(
+        size=None, sizes="1-2", eps="1", delta="1e-6", top=5, max_record_items="none"
+    )
+    assert opts.mechanism == "lmm-floor"
