@@ -487,16 +487,7 @@ def _whole_run_supports(
     from dpfim.mechanisms import levelwise
     from dpfim.rules import project
 
-    cal = levelwise.calibrate(
-        p.eps,
-        p.delta,
-        opts.top,
-        p.neighbours,
-        p.universe_size is not None,
-        p.max_record_items,
-        p.support_share,
-    )
-    sd = math.sqrt(float(levelwise.support_variance(cal.rho_supports, len(picks))))
+    sd = levelwise.support_sd(p, opts.top, len(picks))
     keys = [tuple(ids_of(q.ids)) for q in picks]
     noisy = [float(q.noisy_support or 0) for q in picks]
     fixed_n = float(counts.n) if p.neighbours == "replace" else math.inf

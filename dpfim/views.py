@@ -241,13 +241,6 @@ class Merged:
     def weighted_item_supports(self, scale: int) -> np.ndarray:
         return self._engines[0].weighted_item_supports(scale)  # type: ignore[attr-defined]
 
-    def part(self, size: int) -> Counts:
-        """The engine of one itemset size (levelwise reads the items' counts from size 1)."""
-        for e in self._engines:
-            if e.itemsets.shape[1] == size:
-                return e
-        raise ValueError(f"no engine counts {size}-itemsets here")
-
     def support(self, ids: Sequence[int]) -> int:
         return self._engines[0].support(ids)
 

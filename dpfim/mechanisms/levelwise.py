@@ -183,6 +183,11 @@ def _threshold_holds(t: int, sigma2: Fraction, delta1: Fraction, cap: int) -> bo
     return True
 
 
+def support_sd(p: Public, k: int, m: int) -> float:
+    """The standard deviation of each of the m released supports of a run of K = k (§23.5)."""
+    return math.sqrt(float(support_variance(_calibration(p, k).rho_supports, m)))
+
+
 def _calibration(p: Public, k: int) -> Calibration:
     declared = p.universe_size is not None
     return calibrate(p.eps, p.delta, k, p.neighbours, declared, p.max_record_items, p.support_share)
