@@ -27,6 +27,7 @@ from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.inputs import EngineSpec, InputSpec, check_record_cap
 from dpfim.mechanisms import registry
+from dpfim.mechanisms.parity import INTERVAL_Z
 from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records, basket_note
@@ -47,8 +48,9 @@ COLUMNS = (
 )
 # With --top K: FNR@K against the true top K (an itemset tied with the K-th true count is a
 # member), precision of the released itemsets, mean |true rank - released rank| (picks of
-# nonzero count), and the median
-# relative error |noisy - true| / true of the released supports (--supports only).
+# nonzero count), the median relative error |s - true| / true of the released supports s
+# (--supports only; levelwise's consistent supports, docs/privacy.md §24) and the share of the
+# released itemsets whose true support is inside the stated 95 % interval s +- z sd (levelwise).
 TOPK_COLUMNS = (
     "mechanism",
     "eps",
@@ -58,6 +60,7 @@ TOPK_COLUMNS = (
     "precision",
     "mean_rank_error",
     "median_rel_support_error",
+    "interval_coverage",
     "mean_released",
     "ms_per_run",
 )
@@ -417,13 +420,15 @@ def _topk_row(
     precision: list[float] = []
     rank_err: list[int] = []
     rel_err: list[float] = []
+    covered: list[bool] = []
     released: list[int] = []
     spent = 0.0
     for _ in range(trials):
         t0 = time.perf_counter()
-        picks, _ = topk.peel(
+        picks, _, noisy_n = topk.peel(
             ranked, spec, p, k, random_source, namer if universe_size else None, round_p=round_p
         )
+        sds, consistent, _ = topk.whole_run_supports(opts, round_p, picks, ranked, noisy_n)
         if opts.supports and not opts.whole_supports:  # levelwise adds its own
             picks = topk.add_supports(picks, eps_sup, random_source)
         spent += time.perf_counter() - t0
@@ -438,9 +443,13 @@ def _topk_row(
             nonzero = [q for q in picks if q.count > 0]
             true = topk.true_ranks(ranked.counts, [q.count for q in nonzero])
             rank_err.extend(abs(t - q.rank) for t, q in zip(true, nonzero, strict=True))
-        for q in picks:
-            if q.noisy_support is not None and q.count > 0:
-                rel_err.append(abs(q.noisy_support - q.count) / q.count)
+        # the support a result gives: the consistent one where the mechanism makes it (§24)
+        given = consistent or [q.noisy_support for q in picks]
+        for j, (q, s) in enumerate(zip(picks, given, strict=True)):
+            if s is not None and q.count > 0:
+                rel_err.append(abs(s - q.count) / q.count)
+            if sds is not None and q.noisy_support is not None:  # the stated interval
+                covered.append(abs(q.noisy_support - q.count) <= INTERVAL_Z * sds[j])
         if bar is not None:
             bar.update(1)
     return {
@@ -452,6 +461,7 @@ def _topk_row(
         "precision": float(np.mean(precision)) if precision else math.nan,
         "mean_rank_error": float(np.mean(rank_err)) if rank_err else math.nan,
         "median_rel_support_error": float(np.median(rel_err)) if rel_err else math.nan,
+        "interval_coverage": float(np.mean(covered)) if covered else math.nan,
         "mean_released": float(np.mean(released)),
         "ms_per_run": 1000 * spent / trials,
     }

@@ -71,7 +71,7 @@ class Pick:
     ids: tuple[int, ...]
     count: int
     outcome: Outcome
-    noisy_support: int | None = None
+    noisy_support: int | float | None = None  # levelwise's: dyadic rationals (§24)
 
 
 # name_zero(view, rng) -> the ids of a uniformly random zero-count itemset not yet released
@@ -87,9 +87,10 @@ def peel(
     name_zero: ZeroNamer | None = None,
     declared: DeclaredUniverse | None = None,
     round_p: Public | None = None,
-) -> tuple[list[Pick], Outcome | None]:
-    """Up to k itemsets in rank order, and the outcome of the round that answered none (None
-    if no round did); p holds the selection's whole (eps, delta).
+) -> tuple[list[Pick], Outcome | None, float | None]:
+    """Up to k itemsets in rank order, the outcome of the round that answered none (None
+    if no round did), and the noisy n a whole-run mechanism released with its supports (else
+    None); p holds the selection's whole (eps, delta).
 
     name_zero: how to name a zero-count pick (declared universe); None (open universe): a
     zero-count pick is the answer none and ends the run. declared: the declared universe by
@@ -98,12 +99,18 @@ def peel(
     round's parameters (the run's Split, dpfim.accounting); None: (eps/k, delta/k), basic.
     """
     if spec.whole_run is not None:  # one mechanism for the K rounds (levelwise)
-        found, last = spec.whole_run(counts, round_p or p, k, rng)
+        found, last, noisy_n = spec.whole_run(counts, round_p or p, k, rng)
         width = int(counts.itemsets.shape[1])
-        return [
-            Pick(rank, key + (-1,) * (width - len(key)), count, Outcome(None, None, None), noisy)
-            for rank, (key, count, noisy) in enumerate(found, start=1)
-        ], last
+        return (
+            [
+                Pick(
+                    rank, key + (-1,) * (width - len(key)), count, Outcome(None, None, None), noisy
+                )
+                for rank, (key, count, noisy) in enumerate(found, start=1)
+            ],
+            last,
+            noisy_n,
+        )
     view = Without(counts, declared)
     if round_p is None:
         round_p = p.scaled(p.eps / k, p.delta / k)
@@ -121,7 +128,7 @@ def peel(
         elif out.zero_pick and name_zero is not None:
             key, count = name_zero(view, rng), view.clipped_at  # 0, or the floor T
         else:
-            return picks, out
+            return picks, out, None
         ids = ids_of(key)
         if view.clipped_at and count <= view.clipped_at and ids:
             # a member of the floor group (not a row either way): its exact support, <= T, for
@@ -129,7 +136,7 @@ def peel(
             count = view.support(ids)
         view.remove(key, count)
         picks.append(Pick(rank, key, count, out))
-    return picks, None
+    return picks, None, None
 
 
 def add_supports(picks: list[Pick], eps_support: Fraction, rng: RandomSource) -> list[Pick]:
@@ -422,11 +429,13 @@ class Release:
     top: int
     supports: bool
     single: bool
-    # levelwise's supports (docs/privacy.md §23.5): each one's standard deviation (public: m
-    # and rho_s) and their least-squares projection onto consistent supports (a subset at least
-    # as frequent as its supersets, none negative, none above n under replace): post-processing
-    support_sd: float | None = None
+    # levelwise's supports (docs/privacy.md §24): each one's standard deviation (public: the
+    # released keys and rho_s), their least-squares projection onto consistent supports (a
+    # subset at least as frequent as its supersets, none negative, none above n or the noisy
+    # n): post-processing; and the noisy n (add/remove)
+    support_sd: list[float] | None = None
     consistent: list[float] | None = None
+    noisy_n: float | None = None
 
 
 def release(
@@ -456,7 +465,7 @@ def release(
 
         declared = DeclaredUniverse(vocab, sizes, counts)
     round_p = opts.round_public(universe_size, max_record_items)
-    picks, last = peel(counts, spec, p, opts.top, rng, name_zero, declared, round_p)
+    picks, last, noisy_n = peel(counts, spec, p, opts.top, rng, name_zero, declared, round_p)
     eps_sup = opts.eps_support
     if opts.supports and not opts.whole_supports:  # levelwise adds its own
         picks = add_supports(picks, eps_sup, rng)
@@ -470,29 +479,43 @@ def release(
         if opts.supports:
             params["support_share"] = str(opts.support_share)
         book = ledger(spec, p, opts.top, eps_sup, opts.accountant)
-    sd, consistent = _whole_run_supports(opts, p, picks, counts)
+    sd, consistent, n_hat = whole_run_supports(opts, p, picks, counts, noisy_n)
     return Release(
-        spec, picks, names, last, params, book, opts.top, opts.supports, single, sd, consistent
+        spec,
+        picks,
+        names,
+        last,
+        params,
+        book,
+        opts.top,
+        opts.supports,
+        single,
+        sd,
+        consistent,
+        n_hat,
     )
 
 
-def _whole_run_supports(
-    opts: Options, p: Public, picks: list[Pick], counts: Counts
-) -> tuple[float | None, list[float] | None]:
-    """levelwise's supports: (their standard deviation, their consistent projection). The
-    released set is downward closed (§23.1), so every subset of a release is among them; n is
-    a bound only under replace, where it is public (add/remove: no upper bound)."""
+def whole_run_supports(
+    opts: Options, p: Public, picks: list[Pick], counts: Counts, noisy_n: float | None
+) -> tuple[list[float] | None, list[float] | None, float | None]:
+    """levelwise's supports: (each one's standard deviation, their consistent projection, the
+    consistent noisy n under add/remove). The released set is downward closed (§23.1), so
+    every subset of a release is among them; the bound above is n (public under replace) or
+    the noisy n released with the supports (add/remove)."""
     if not opts.whole_supports or not picks:
-        return None, None
+        return None, None, None
     from dpfim.mechanisms import levelwise
     from dpfim.rules import project
 
-    sd = levelwise.support_sd(p, opts.top, len(picks))
     keys = [tuple(ids_of(q.ids)) for q in picks]
+    sd = levelwise.support_sds(p, opts.top, keys)
     noisy = [float(q.noisy_support or 0) for q in picks]
-    fixed_n = float(counts.n) if p.neighbours == "replace" else math.inf
-    consistent, _ = project(keys, noisy, None, fixed_n)
-    return sd, [round(v, 6) for v in consistent]
+    if noisy_n is None:
+        consistent, _ = project(keys, noisy, None, float(counts.n))
+        return sd, [round(v, 6) for v in consistent], None
+    consistent, n_hat = project(keys, noisy, round(noisy_n), None)
+    return sd, [round(v, 6) for v in consistent], round(n_hat, 6)
 
 
 def sort_items(items: Iterable[str]) -> list[str]:

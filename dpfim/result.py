@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpfim.errors import OutputError, ParameterError
+from dpfim.mechanisms.parity import INTERVAL_Z
 
 if TYPE_CHECKING:
     from dpfim.mechanisms.base import Outcome
@@ -45,12 +46,14 @@ RELEASABLE = frozenset(
         "schema",
         "itemset",
         "itemsets",  # --top K > 1: [{"rank", "items", "noisy_support"?, "support_sd"?,
-        # "consistent_support"? (levelwise: post-processing of the noisy supports), ...}]
+        # "support_interval"?, "consistent_support"? (levelwise: post-processing of the noisy
+        # supports and public values), ...}]
         "noisy_support",  # --supports with K = 1: a noisy count, never exact
         "noisy_max",
         "ell",
         "n",
         "n_note",
+        "noisy_n",  # add/remove with levelwise's supports (docs/privacy.md §24)
         "params",
         "ledger",
         "private",
@@ -95,12 +98,26 @@ def release_fields(rel: Release) -> dict[str, Any]:
         entry: dict[str, Any] = {"rank": q.rank, "items": names}
         if rel.supports:
             entry["noisy_support"] = q.noisy_support
-        if rel.consistent is not None:  # levelwise: its noise's sd and the consistent value
-            entry["support_sd"] = rel.support_sd
+        if rel.consistent is not None and rel.support_sd is not None:  # levelwise (§24)
+            sd = rel.support_sd[j]
+            entry["support_sd"] = round(sd, 6)
+            entry["support_interval"] = support_interval(q.noisy_support, sd)
             entry["consistent_support"] = rel.consistent[j]
         entry.update(_round_fields(rel, q.outcome))
         entries.append(entry)
-    return {"itemsets": entries}
+    fields = {"itemsets": entries}
+    if rel.noisy_n is not None:  # add/remove: released with the supports (§24)
+        fields["noisy_n"] = rel.noisy_n
+    return fields
+
+
+def support_interval(noisy: float | None, sd: float) -> list[float] | None:
+    """The 95 % interval of an unbiased noisy support with exact sd: noisy +- z sd, the lower
+    end at least 0 (a support is never negative, so the clip loses no coverage)."""
+    if noisy is None:
+        return None
+    half = INTERVAL_Z * sd
+    return [round(max(0.0, noisy - half), 3), round(noisy + half, 3)]
 
 
 def _round_fields(rel: Release, out: Outcome | None) -> dict[str, Any]:

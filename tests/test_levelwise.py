@@ -152,56 +152,81 @@ def test_supports_take_their_share_of_rho_and_the_rest_is_split_as_before() -> N
     assert float(part.eps0) == pytest.approx(float(whole.eps0) * math.sqrt(3 / 4), rel=1e-5)
     assert part.eps <= 1 and part.delta <= E6
     assert part.rho >= part.rho_supports + 50 * part.eps0**2 / 8
-    # N_Z(0, m / (2 rho_s)): 10 released at rho_s = 0.004335...: sigma about 34 records
-    sigma = math.sqrt(float(levelwise.support_variance(part.rho_supports, 10)))
-    assert sigma == pytest.approx(math.sqrt(10 / (2 * rho / 4)), rel=1e-5)
+
+
+def _exact(recs: list[list[str]], sizes: tuple[int, ...]) -> dict[tuple[str, ...], int]:
+    import itertools
+
+    exact: dict[tuple[str, ...], int] = {}
+    for r in recs:
+        for size in sizes:
+            for sub in itertools.combinations(sorted(r), size):
+                exact[sub] = exact.get(sub, 0) + 1
+    return exact
 
 
 def test_levelwise_noisy_supports_are_centred_on_the_exact_ones() -> None:
     """Seeded: 40 runs of --top 3 --sizes 1-2 --supports at eps = 1 (replace, open universe);
-    the 120 noisy supports' mean error is within 4 standard errors of 0 (false alarm about
-    6e-5 for a correct sampler) and their spread within 25 % of the sigma the ledger's
-    rho_s gives (about 4 standard errors of a sample standard deviation of 120)."""
-    import itertools
-
+    each support's error divided by its stated sd: the 120 standardised errors' mean is within
+    4 standard errors of 0 (false alarm about 6e-5 for a correct sampler) and their spread
+    within 25 % of 1 (about 4 standard errors of a sample standard deviation of 120)."""
     from dpfim import api
 
     recs = [["a", "b", "c"]] * 600 + [["a", "b"]] * 400 + [["c", "d"]] * 300 + [["e"]] * 50
-    exact: dict[tuple[str, ...], int] = {}
-    for r in recs:
-        for size in (1, 2):
-            for sub in itertools.combinations(sorted(r), size):
-                exact[sub] = exact.get(sub, 0) + 1
-    errors = []
+    exact = _exact(recs, (1, 2))
+    z = []
     for seed in range(40):
         res = api.mine(recs, eps="1", delta="1e-6", top=3, sizes="1-2", supports=True, rng=seed)
         assert res["params"]["mechanism"] == "levelwise"
-        errors += [e["noisy_support"] - exact[tuple(e["items"])] for e in res["itemsets"]]
-    cal = calibrate(Fraction(1), E6, 3, "replace", False, 64, Fraction(1, 4))
-    sigma = math.sqrt(float(levelwise.support_variance(cal.rho_supports, 3)))
-    mean = sum(errors) / len(errors)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in errors) / (len(errors) - 1))
-    assert len(errors) == 120
-    assert abs(mean) < 4 * sd / math.sqrt(len(errors))
-    assert 0.75 * sigma < sd < 1.25 * sigma
+        z += [
+            (e["noisy_support"] - exact[tuple(e["items"])]) / e["support_sd"]
+            for e in res["itemsets"]
+        ]
+    mean = sum(z) / len(z)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in z) / (len(z) - 1))
+    assert len(z) == 120
+    assert abs(mean) < 4 * sd / math.sqrt(len(z))
+    assert 0.75 < sd < 1.25
 
 
 def test_levelwise_supports_come_with_their_sd_and_a_consistent_projection() -> None:
     """The released set is downward closed, so the projection can order every release against
-    its subsets: consistent supports are >= 0, <= n (public under replace), and a subset's is at
-    least each superset's; support_sd is sqrt(m / (2 rho_s)) from public values."""
+    its subsets: consistent supports are >= 0, <= n (public under replace; the noisy n under
+    add/remove), and a subset's is at least each superset's; support_sd is the parity plan's
+    (public values: the released keys and rho_s), the interval noisy +- 1.96 sd."""
     from dpfim import api
+    from dpfim.mechanisms import parity
 
     recs = [["a", "b", "c"]] * 300 + [["a", "b"]] * 200 + [["c", "d"]] * 150 + [["e"]] * 25
-    for seed in range(5):
-        res = api.mine(recs, eps="0.3", delta="1e-6", top=8, sizes="1-3", supports=True, rng=seed)
+    for seed, relation in [(s, r) for s in range(4) for r in ("replace", "add-remove")]:
+        res = api.mine(
+            recs,
+            eps="0.3",
+            delta="1e-6",
+            top=8,
+            sizes="1-3",
+            supports=True,
+            rng=seed,
+            neighbours=relation,
+        )
         entries = res["itemsets"]
-        cal = calibrate(Fraction(3, 10), E6, 8, "replace", False, 64, Fraction(1, 4))
-        sd = math.sqrt(float(levelwise.support_variance(cal.rho_supports, len(entries))))
+        cal = calibrate(Fraction(3, 10), E6, 8, relation, False, 64, Fraction(1, 4))
+        ids = {name: j for j, name in enumerate(sorted({i for e in entries for i in e["items"]}))}
+        keys = [tuple(sorted(ids[i] for i in e["items"])) for e in entries]
+        plan = parity.plan(keys, cal.rho_supports, relation == "replace")
+        bound = res["n"] if relation == "replace" else res["noisy_n"]
+        assert ("noisy_n" in res) is (relation == "add-remove") and ("n" in res) is not (
+            relation == "add-remove"
+        )
         got = {tuple(e["items"]): e["consistent_support"] for e in entries}
-        for e in entries:
-            assert e["support_sd"] == pytest.approx(sd)
-            assert 0 <= e["consistent_support"] <= res["n"] + 1e-6
+        for e, var in zip(entries, plan.variances, strict=True):
+            assert e["support_sd"] == pytest.approx(math.sqrt(var), rel=1e-6)
+            lo, hi = e["support_interval"]
+            assert hi == pytest.approx(e["noisy_support"] + 1.959964 * e["support_sd"], abs=2e-3)
+            assert lo == pytest.approx(
+                max(0.0, e["noisy_support"] - 1.959964 * e["support_sd"]), abs=2e-3
+            )
+            assert 0 <= e["consistent_support"] <= bound + 1e-6
             items = tuple(e["items"])
             for drop in range(len(items) if len(items) > 1 else 0):
                 sub = items[:drop] + items[drop + 1 :]

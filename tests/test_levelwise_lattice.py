@@ -142,7 +142,7 @@ def test_a_run_keeps_the_released_set_downward_closed(declared: bool, seed: int)
     counts = count_records(records, (1, 2, 3)).counts
     p = public((1, 2, 3), len(names) if declared else None)
     rng, _ = resolve(seed)
-    picks, end = lw.run_top(counts, p, 25, rng)
+    picks, end, _ = lw.run_top(counts, p, 25, rng)
     assert end is None and len(picks) == 25  # the domain never ran out here
     keys = [k for k, _, _ in picks]
     assert len(set(keys)) == len(keys)
@@ -171,7 +171,7 @@ def test_a_run_never_releases_an_itemset_twice(declared: bool) -> None:
     p = public((1, 2), 4 if declared else None, eps="8", cap=2)
     for seed in range(5):
         rng, _ = resolve(seed)
-        picks, end = lw.run_top(counts, p, 50, rng)
+        picks, end, _ = lw.run_top(counts, p, 50, rng)
         keys = [k for k, _, _ in picks]
         assert len(keys) == len(set(keys))
         assert end is not None  # ended early: nothing left to release
@@ -195,7 +195,7 @@ def test_a_declared_vocabulary_releases_zero_count_items() -> None:
     released_zero: set[tuple[str, ...]] = set()
     for seed in range(200):
         rng, _ = resolve(seed)
-        picks, _ = lw.run_top(counts, p, 3, rng)
+        picks, _, _ = lw.run_top(counts, p, 3, rng)
         named = [(tuple(records.items[i] for i in key), c) for key, c, _ in picks]
         for names, c in named:
             if c == 0:

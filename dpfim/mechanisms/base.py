@@ -223,12 +223,11 @@ class Mechanism:
     check: Callable[[Public], None] | None = None
     parameters: tuple[str, ...] = ()
     # whole_run(counts, public, K, rng) -> ([(sorted item ids, exact support, noisy support or
-    # None)], the outcome that ended it early or None): a mechanism whose K rounds are one
-    # mechanism with a run-level cost (levelwise): the release calls it once with the run's
-    # whole (eps, delta) instead of peeling `run` K times, and accountants see one round
-    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int, int | None]], Any]] | None = (
-        None
-    )
+    # None)], the outcome that ended it early or None, the noisy n or None): a mechanism whose
+    # K rounds are one mechanism with a run-level cost (levelwise): the release calls it once
+    # with the run's whole (eps, delta) instead of peeling `run` K times, and accountants see
+    # one round
+    whole_run: Callable[..., tuple[list[tuple[tuple[int, ...], int, Any]], Any, Any]] | None = None
 
     def charge(self, p: Public) -> Cost:
         """The typed cost of one run under p's neighbouring relation."""

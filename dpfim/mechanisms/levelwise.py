@@ -1,8 +1,8 @@
 """levelwise: the top K itemsets of sizes 1..s, peeled over a lattice grown from what is released.
 
 Privacy and constants: docs/privacy.md §23. A run has two parts (three with --supports: the
-released itemsets' supports plus discrete Gaussian noise from a share of the same budget,
-§23.5), composed in zCDP:
+released itemsets' supports, read back from their noisy parity coefficients with a share of
+the same budget, §24 and dpfim/mechanisms/parity.py), composed in zCDP:
 
 1. The items (open universe only; a declared vocabulary is public and skips this): every item
    of the data gets its weighted support, each record weighing floor(M / sqrt(its length)) (so
@@ -40,6 +40,7 @@ import numpy as np
 from dpfim.accounting import ApproxDP, Neighbours, decimal_down, zcdp_eps, zcdp_rho_for
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
+from dpfim.mechanisms import parity
 from dpfim.mechanisms.base import BOTH, Mechanism, Outcome, Public, Steps
 from dpfim.mechanisms.lmm_floor import exp_upper
 from dpfim.mechanisms.selection import select_count
@@ -142,13 +143,6 @@ def calibrate(
     )
 
 
-def support_variance(rho_supports: Fraction, m: int) -> Fraction:
-    """sigma^2 of the m released itemsets' noisy supports: their exact supports move by at
-    most 1 each between neighbours (both relations), so the m-vector has L2 sensitivity
-    sqrt(m), and N_Z(0, m / (2 rho_s)) on each is rho_s-zCDP (§23.5)."""
-    return Fraction(m) / (2 * rho_supports)
-
-
 def item_threshold(sigma2: Fraction, delta1: Fraction, cap: int) -> int:
     """An integer T with n exp(-(T + 1 - w(n))^2 / (2 sigma2)) <= delta1 for every
     record length n = 1..B, w(n) = floor(M / sqrt(n)): a record of n items the neighbour lacks
@@ -183,9 +177,11 @@ def _threshold_holds(t: int, sigma2: Fraction, delta1: Fraction, cap: int) -> bo
     return True
 
 
-def support_sd(p: Public, k: int, m: int) -> float:
-    """The standard deviation of each of the m released supports of a run of K = k (§23.5)."""
-    return math.sqrt(float(support_variance(_calibration(p, k).rho_supports, m)))
+def support_sds(p: Public, k: int, keys: list[Key]) -> list[float]:
+    """The standard deviation of each released support of a run of K = k (§24): public, a
+    function of the released keys and the run's rho_s."""
+    plan = parity.plan(keys, _calibration(p, k).rho_supports, _replace(p))
+    return [math.sqrt(float(v)) for v in plan.variances]
 
 
 def _calibration(p: Public, k: int) -> Calibration:
@@ -263,16 +259,25 @@ def item_supports(counts: Counts, vocabulary: int | None) -> tuple[np.ndarray, n
 
 def run_top(
     counts: Counts, p: Public, k: int, rng: RandomSource
-) -> tuple[list[tuple[Key, int, int | None]], Outcome | None]:
+) -> tuple[list[tuple[Key, int, float | None]], Outcome | None, float | None]:
     """Up to k itemsets (sorted item ids, exact support, noisy support or None) in release
-    order; p holds the run's whole (eps, delta) and, with --supports, their share. The second
-    value is the outcome that ended the run early (the domain ran out), else None."""
+    order; p holds the run's whole (eps, delta) and, with --supports, their share. Then the
+    outcome that ended the run early (the domain ran out), else None, and the noisy n
+    (--supports under add/remove, else None). The supports are read back from noisy parity
+    coefficients (§24): exact dyadic rationals, released as floats (exact in binary)."""
     picks, last = _select(counts, p, k, rng)
     cal = _calibration(p, k)
     if not cal.rho_supports or not picks:
-        return [(key, c, None) for key, c in picks], last
-    sigma2 = support_variance(cal.rho_supports, len(picks))
-    return [(key, c, c + discrete_gaussian(sigma2, rng)) for key, c in picks], last
+        return [(key, c, None) for key, c in picks], last, None
+    keys = [key for key, _ in picks]
+    est = parity.release(keys, [c for _, c in picks], counts.n, cal.rho_supports, _replace(p), rng)
+    noisy_n = None if est.noisy_n is None else float(est.noisy_n)
+    found = [(key, c, float(s)) for (key, c), s in zip(picks, est.supports, strict=True)]
+    return found, last, noisy_n
+
+
+def _replace(p: Public) -> bool:
+    return Neighbours(p.neighbours) is Neighbours.REPLACE
 
 
 def _select(
@@ -377,9 +382,9 @@ def steps_for(p: Public, k: int) -> Steps:
     if cal.rho_supports:
         rows.append(
             (
-                "noisy supports: c(I) + N_Z(0, m / (2 rho_s)) for the m released itemsets, "
-                f"rho_s = {cal.rho_supports} (L2 sensitivity sqrt(m)); its rho is in the total "
-                "above",
+                "noisy supports: the released set's parity coefficients (and n under "
+                "add/remove) + N_Z(0, kappa / (2 rho_s p_S)), read back exactly (docs/privacy.md "
+                f"§24), rho_s = {cal.rho_supports}; its rho is in the total above",
                 "noisy_support",
                 Fraction(0),
                 Fraction(0),
@@ -400,7 +405,7 @@ def per_run(p: Public, k: int) -> dict[str, Any]:
     }
     if cal.rho_supports:
         out["support_rho"] = str(cal.rho_supports)
-        out["support_sigma2"] = f"m * ({1 / (2 * cal.rho_supports)}) for m released"
+        out["supports_via"] = "parity coefficients (docs/privacy.md §24)"
     if cal.sigma2 is not None:
         out["item_sigma2"] = str(cal.sigma2)
         out["item_threshold"] = cal.threshold

@@ -348,7 +348,7 @@ def _chunk(args: tuple[Pair, bool, str, int, int, Fraction]) -> list[A.Output]:
     out: list[A.Output] = []
     with variant(name):
         for _ in range(n):
-            picks, _ = release.peel(counts, SPEC, p, pair.k, rng)
+            picks, _, _ = release.peel(counts, SPEC, p, pair.k, rng)
             sel = tuple(tuple(sorted(records.items[i] for i in q.ids if i >= 0)) for q in picks)
             if not share:
                 out.append((0, 1, sel))  # no noisy value is released: constants in their place

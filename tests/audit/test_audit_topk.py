@@ -96,9 +96,9 @@ def _release(case: Case, counts: Sequence[int], rng: Any, variant: str) -> A.Out
     namer = zero if spec.needs_vocabulary else None
     if variant == "no removal":  # released itemsets stay in the counts of later rounds
         with mock.patch.object(Without, "remove", lambda self, key, count: None):
-            picks, _ = topk.peel(vec, spec, public, case.k, rng, namer, round_p=round_p)
+            picks, _, _ = topk.peel(vec, spec, public, case.k, rng, namer, round_p=round_p)
     else:
-        picks, _ = topk.peel(vec, spec, public, case.k, rng, namer, round_p=round_p)
+        picks, _, _ = topk.peel(vec, spec, public, case.k, rng, namer, round_p=round_p)
     if case.supports:
         eps_noise = eps_sup * len(picks) if variant == "supports at sensitivity 1" else eps_sup
         picks = topk.add_supports(picks, eps_noise, rng)
