@@ -712,11 +712,13 @@ def frequent_itemsets(
     *,
     eps: Number,
     delta: Number,
-    top: int = DEFAULT_RULES_TOP,
+    top: int | None = None,
     sizes: str | Sequence[int] | None = None,
     use_colnames: bool | None = None,
     closure_share: Number | None = None,
     closure_noise: str | None = None,
+    min_support: Number | None = None,
+    max_len: int | None = None,
     **kwargs: Any,
 ) -> Any:
     """Private frequent itemsets shaped like mlxtend's fpgrowth/apriori output: a DataFrame
@@ -728,9 +730,20 @@ def frequent_itemsets(
     use_colnames: as mlxtend's on a one-hot DataFrame: False (the default) gives column
     positions, True the column names. Other inputs (lists, Series, long frames) have no column
     positions: their itemsets hold item names (the default, or True; False is refused).
-    sizes: default "1-3" unless size= is given; closure_noise: as in rules_file."""
+    sizes: default "1-3" unless size= or max_len= is given; closure_noise: as in rules_file.
+    min_support: mlxtend's (a fraction of n): the itemsets whose support clears it, how many
+    chosen privately (at most top, default 500; sizes 1-5 unless max_len or sizes is given;
+    docs/privacy.md §25), and the frame keeps the rows whose noisy support is >= min_support.
+    Neither min_support nor min_count: the top 50 (DEFAULT_RULES_TOP) of sizes 1-3."""
     from dpfim.rules import check_rules, itemsets_frame
 
+    thresholded = min_support is not None or kwargs.get("min_count") is not None
+    if min_support is not None:
+        kwargs["min_support"] = min_support
+    if max_len is not None:
+        kwargs["max_len"] = max_len
+    if top is None:
+        top = 1 if thresholded else DEFAULT_RULES_TOP  # 1: the threshold's default cap
     if use_colnames is not None and not isinstance(use_colnames, bool):
         raise TypeError(f"use_colnames must be True or False, got {use_colnames!r}")
     labels = None
@@ -751,11 +764,17 @@ def frequent_itemsets(
             )
     req = check_rules(closure_share=closure_share, rules=False, noise=closure_noise)
     keep: dict[str, Any] = {}
-    sizes = _sizes(sizes, kwargs, DEFAULT_FREQUENT_SIZES)
+    if not thresholded and max_len is None:
+        sizes = _sizes(sizes, kwargs, DEFAULT_FREQUENT_SIZES)
     result = mine(
         data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
     )
     frame = itemsets_frame(keep["closure"], labels=labels)
+    if thresholded:  # mlxtend's meaning: support >= min_support (noisy; post-processing)
+        n = frame.attrs["num_itemsets"]
+        bar = kwargs["min_count"] / n if min_support is None else float(kwargs["min_support"])
+        frame = frame[frame["support"] >= bar].reset_index(drop=True)
+        frame.attrs["num_itemsets"] = n
     frame.attrs["result"] = result
     return frame
 

@@ -79,6 +79,31 @@ class Param:
         return self.commands[command].get(key, getattr(self, key))
 
 
+def _min_support(value: Any) -> Any:
+    from fractions import Fraction
+
+    from dpfim.errors import ParameterError
+    from dpfim.params import check_fraction
+
+    theta = check_fraction(value, "--min-support")
+    if not 0 < theta <= 1:
+        raise ParameterError(f"--min-support must be a fraction in (0, 1], got {value}")
+    return Fraction(theta)
+
+
+def _positive_int(flag: str, most: int | None = None) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        from dpfim.errors import ParameterError
+
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ParameterError(f"{flag} must be a whole number >= 1, got {value!r}")
+        if most is not None and value > most:
+            raise ParameterError(f"{flag} must be at most {most}, got {value}")
+        return value
+
+    return check
+
+
 def _for(*commands: str, **same: Any) -> dict[str, dict[str, Any]]:
     return {c: dict(same) for c in commands}
 
@@ -175,6 +200,39 @@ TABLE: tuple[Param, ...] = (
         library=True,
     ),
     Param(
+        "min_support",
+        ("--min-support",),
+        "Release every itemset whose support is at least this fraction of the records "
+        "(mlxtend's min_support), up to DP error: how many is chosen privately, at most --top "
+        "(default 500 here), over --sizes (default 1-5) or --max-len; runs levelwise "
+        "(docs/privacy.md §25).",
+        _for(*RUNS),
+        type=str,
+        metavar="THETA",
+        library=True,
+        check=_min_support,
+    ),
+    Param(
+        "min_count",
+        ("--min-count",),
+        "As --min-support, with the threshold as a number of records.",
+        _for(*RUNS),
+        type=int,
+        metavar="C",
+        library=True,
+        check=_positive_int("--min-count"),
+    ),
+    Param(
+        "max_len",
+        ("--max-len",),
+        "Itemsets of sizes 1..L (mlxtend's max_len): the same as --sizes 1-L.",
+        _for(*RUNS),
+        type=int,
+        metavar="L",
+        library=True,
+        check=_positive_int("--max-len", 5),
+    ),
+    Param(
         "supports",
         ("--supports",),
         "Also release a noisy support (exact discrete Laplace) of each released itemset.",
@@ -191,7 +249,7 @@ TABLE: tuple[Param, ...] = (
         "support_share",
         ("--support-share",),
         "Share of --eps spent on --supports [default: 0.25]; the rest selects (levelwise: "
-        "the share of its zCDP budget, docs/privacy.md §23.5).",
+        "the share of its zCDP budget, docs/privacy.md §24).",
         {
             MINE: {},
             EVALUATE: {"help": "As mine --support-share [default: 0.25]."},

@@ -245,7 +245,7 @@ def whole_run_ledger(spec: Mechanism, p: Public, k: int, sp: Any) -> dict[str, A
         "selection": {"eps": amount(sp.eps0), "delta": amount(sp.delta0)},  # supports included
         "levelwise": levelwise.per_run(round_p, k),
         "split": "one run-level (eps, delta) for the whole selection"
-        + (", supports included (docs/privacy.md §23.5)" if p.support_share else "")
+        + (", supports included (docs/privacy.md §24)" if p.support_share else "")
         + f" ({sp.accountant.name})",
         "steps": rows,
         "note": steps.note
@@ -469,6 +469,9 @@ def release(
     eps_sup = opts.eps_support
     if opts.supports and not opts.whole_supports:  # levelwise adds its own
         picks = add_supports(picks, eps_sup, rng)
+    sd, consistent, n_hat = whole_run_supports(opts, p, picks, counts, noisy_n)
+    if opts.thresholded and consistent is not None and sd is not None:
+        picks, sd, consistent = above(opts, counts, picks, sd, consistent, n_hat)
     items = counts.items  # read now: the open universe's names grow while counting
     names = [sort_items(items[i] for i in ids_of(q.ids)) for q in picks]
     single = opts.top == 1 and not opts.supports and len(sizes) == 1
@@ -478,8 +481,10 @@ def release(
         params = {"top": opts.top, **spec.extra(round_p)}
         if opts.supports:
             params["support_share"] = str(opts.support_share)
+        for name in ("min_support", "min_count"):  # --top is then the cap (§25)
+            if opts.param(name) is not None:
+                params[name] = str(opts.param(name))
         book = ledger(spec, p, opts.top, eps_sup, opts.accountant)
-    sd, consistent, n_hat = whole_run_supports(opts, p, picks, counts, noisy_n)
     return Release(
         spec,
         picks,
@@ -494,6 +499,29 @@ def release(
         consistent,
         n_hat,
     )
+
+
+def above(
+    opts: Options,
+    counts: Counts,
+    picks: list[Pick],
+    sd: list[float],
+    consistent: list[float],
+    n_hat: float | None,
+) -> tuple[list[Pick], list[float], list[float]]:
+    """--min-support / --min-count: keep the released itemsets whose consistent support is at
+    least the threshold, theta times n (public under replace-one) or the noisy n (add/remove),
+    or the count; renumbered in release order. Post-processing of released values (§25.2);
+    consistent supports are monotone, so what is kept stays downward closed."""
+    theta, count = opts.param("min_support"), opts.param("min_count")
+    n = float(counts.n) if n_hat is None else n_hat
+    bar = float(count) if count is not None else float(theta) * n
+    keep = [j for j, v in enumerate(consistent) if v >= bar]
+    kept = [
+        Pick(rank, q.ids, q.count, q.outcome, q.noisy_support)
+        for rank, q in enumerate((picks[j] for j in keep), start=1)
+    ]
+    return kept, [sd[j] for j in keep], [consistent[j] for j in keep]
 
 
 def whole_run_supports(

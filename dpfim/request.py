@@ -42,6 +42,11 @@ DEFAULT_CANDIDATES = 10
 
 
 MAX_TOP = 1000
+# --min-support / --min-count (docs/privacy.md §25): the mechanism, its default sizes and the
+# default cap on how many itemsets a threshold may release
+THRESHOLD_MECHANISM = "levelwise"
+DEFAULT_THRESHOLD_SIZES = (1, 2, 3, 4, 5)
+DEFAULT_THRESHOLD_CAP = 500
 DEFAULT_SUPPORT_SHARE = Fraction(1, 4)
 
 
@@ -127,6 +132,11 @@ class Options:
     # dpfim/parameters.py), as (name, value) pairs; read them with param(name)
     more: tuple[tuple[str, Any], ...] = ()
 
+    @property
+    def thresholded(self) -> bool:
+        """--min-support or --min-count: K is chosen privately (docs/privacy.md §25)."""
+        return self.param("min_support") is not None or self.param("min_count") is not None
+
     def param(self, name: str) -> Any:
         """A table parameter of the run: as given, else the table's default for mine."""
         from dpfim import parameters
@@ -162,7 +172,7 @@ class Options:
     @property
     def whole_supports(self) -> bool:
         """--supports that the mechanism adds itself, inside its own budget (levelwise:
-        discrete Gaussian noise from a share of its zCDP, docs/privacy.md §23.5)."""
+        noisy parity coefficients from a share of its zCDP, docs/privacy.md §24)."""
         return self.supports and registry.get(self.mechanism).whole_run is not None
 
     @property
@@ -208,7 +218,28 @@ class Options:
             max_record_items,
             universe_size,
             self.support_share if self.whole_supports else Fraction(0),
+            self.param("min_support"),
+            self.param("min_count"),
         )
+
+
+def _threshold_shape(
+    more: dict[str, Any], size: int | None, sizes: Any, top: int
+) -> tuple[int | None, Any, int]:
+    """--max-len L is --sizes 1-L; --min-support / --min-count: default sizes 1-5 and the cap
+    --top (500 when it is left at 1). Public parameters only."""
+    max_len = more.get("max_len")
+    if max_len is not None:
+        if sizes is not None or size is not None:
+            raise ParameterError("give --max-len or --sizes/--size, not both")
+        sizes = tuple(range(1, max_len + 1))
+    if more.get("min_support") is not None and more.get("min_count") is not None:
+        raise ParameterError("give --min-support or --min-count, not both")
+    if more.get("min_support") is None and more.get("min_count") is None:
+        return size, sizes, top
+    if sizes is None and size is None:
+        sizes = DEFAULT_THRESHOLD_SIZES
+    return size, sizes, DEFAULT_THRESHOLD_CAP if top == 1 else top
 
 
 def default_mechanism(
@@ -262,6 +293,10 @@ def check_options(
     (docs/privacy.md §20.4; needs dp-accounting)."""
     max_record_items = check_record_cap(max_record_items)
     acct = get_accountant(accountant)
+    more = dict(more or {})
+    size, sizes, top = _threshold_shape(more, size, sizes, top)
+    if mechanism is None and (more.get("min_support") or more.get("min_count")):
+        mechanism = THRESHOLD_MECHANISM
     if mechanism is None:
         bounded = max_record_items is not None or universe_given
         mechanism = default_mechanism(top, sizes if sizes is not None else size, bounded)
@@ -297,6 +332,8 @@ def check_options(
     if sizes is not None and size is not None:
         raise ParameterError("give --size or --sizes, not both")
     parsed = () if sizes is None else parse_sizes(sizes)
+    if more.get("min_support") is not None or more.get("min_count") is not None:
+        supports = supports or closure_share is None  # a threshold's answer has its supports
     if support_share is not None and not supports:
         raise ParameterError("--support-share needs --supports")
     share = DEFAULT_SUPPORT_SHARE
@@ -333,8 +370,18 @@ def check_options(
         max_record_items,
         closure,
         acct,
-        more=tuple(sorted((more or {}).items())),
+        more=tuple(sorted(more.items())),
     )
+    if opts.thresholded and mechanism != THRESHOLD_MECHANISM:
+        raise ParameterError(
+            f"--min-support and --min-count choose how many itemsets with --mechanism "
+            f"{THRESHOLD_MECHANISM}: drop --mechanism {mechanism}"
+        )
+    if opts.param("min_count") is not None:  # public: refused before any data is read
+        from dpfim.mechanisms import levelwise
+
+        public = opts.round_public(1 if universe_given else None, max_record_items)
+        levelwise.check_threshold_count(public, opts.param("min_count"), top)
     if closure is not None:
         noise = choose_noise(
             check_noise(closure_noise),

@@ -42,8 +42,15 @@ def test_each_command_offers_exactly_its_table_rows(command):
     ("command", "function"), [("mine", api.mine_file), ("rules", api.mine_file)]
 )
 def test_the_library_takes_every_keyword_the_table_passes_on(command, function):
+    """In its signature, or through **more (a row added to the table only): more_keywords
+    takes it without the TypeError an unknown keyword gets."""
     accepted = set(inspect.signature(function).parameters)
-    assert set(parameters.library_names(command)) <= accepted
+    extra = set(parameters.library_names(command)) - accepted
+    assert parameters.more_keywords(command, "f", accepted, dict.fromkeys(extra)) == dict.fromkeys(
+        extra
+    )
+    with pytest.raises(TypeError):
+        parameters.more_keywords(command, "f", accepted, {"no_such_option": 1})
 
 
 def test_mechanism_parameters_agree_with_the_table():

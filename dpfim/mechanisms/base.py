@@ -129,8 +129,17 @@ class Public:
     max_record_items: int | None = None
     universe_size: int | None = None
     # the share of the run's budget for noisy supports a whole-run mechanism adds itself
-    # (levelwise: a share of its zCDP budget, docs/privacy.md §23.5); 0: no supports from it
+    # (levelwise: a share of its zCDP budget, docs/privacy.md §24); 0: no supports from it
     support_share: Fraction = Fraction(0)
+    # a support threshold instead of a given K (levelwise, docs/privacy.md §25): a fraction of
+    # the records (--min-support) or a count (--min-count); K is then chosen privately, at most
+    # the run's --top (the cap)
+    min_support: Fraction | None = None
+    min_count: int | None = None
+
+    @property
+    def thresholded(self) -> bool:
+        return self.min_support is not None or self.min_count is not None
 
     def scaled(self, eps: Fraction, delta: Fraction) -> Public:
         """The same parameters with another (eps, delta): one round of a composition."""

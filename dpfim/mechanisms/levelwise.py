@@ -40,7 +40,7 @@ import numpy as np
 from dpfim.accounting import ApproxDP, Neighbours, decimal_down, zcdp_eps, zcdp_rho_for
 from dpfim.counts import Counts
 from dpfim.errors import ParameterError
-from dpfim.mechanisms import parity
+from dpfim.mechanisms import parity, threshold
 from dpfim.mechanisms.base import BOTH, Mechanism, Outcome, Public, Steps
 from dpfim.mechanisms.lmm_floor import exp_upper
 from dpfim.mechanisms.selection import select_count
@@ -54,6 +54,9 @@ NAME = "levelwise"
 ITEM_RHO_SHARE = Fraction(1, 4)
 ITEM_DELTA_SHARE = Fraction(1, 10)
 WEIGHT_SCALE = 1 << 16
+# --min-support's scan (§25): its share of the run's zCDP, taken before the supports' and the
+# selection's; fixed before any data set was measured
+SCAN_RHO_SHARE = Fraction(1, 4)
 
 Key = tuple[int, ...]
 
@@ -68,7 +71,8 @@ class Calibration:
     discovery's discrete Gaussian variance (in weight units), threshold T (an item is kept when
     its weighted support plus noise exceeds T) and delta1, its distance to a zCDP release;
     eps, delta: what the run is, by §23.3 (at most the requested pair); rho_supports: the
-    zCDP of the noisy supports (--supports; §23.5), part of rho."""
+    zCDP of the noisy supports (--supports; §24), part of rho; rho_scan: the threshold scan's
+    (--min-support; §25), part of rho."""
 
     eps0: Fraction
     eta: Fraction
@@ -80,6 +84,7 @@ class Calibration:
     eps: Fraction
     delta: Fraction
     rho_supports: Fraction = Fraction(0)
+    rho_scan: Fraction = Fraction(0)
 
 
 @functools.lru_cache(maxsize=64)
@@ -91,10 +96,12 @@ def calibrate(
     declared: bool,
     cap: int | None,
     support_share: Fraction = Fraction(0),
+    scan_share: Fraction = Fraction(0),
 ) -> Calibration:
     """The constants for K rounds at (eps, delta); cap: B, the record-length cap (needed in
     the open universe: one record holds at most B items); support_share: the share of the
-    zCDP budget for the noisy supports (0: none)."""
+    zCDP budget for the noisy supports (0: none); scan_share: the share for the threshold
+    scan that chose K (--min-support, §25; 0: K was given)."""
     replace = Neighbours(neighbours) is Neighbours.REPLACE
     if declared:
         delta_z, delta1 = delta, Fraction(0)
@@ -110,7 +117,8 @@ def calibrate(
         delta1 = decimal_down(share / (1 + exp_upper(eps)))
     rho = zcdp_rho_for(eps, delta_z)
     rho_supports = rho * support_share
-    rest = rho - rho_supports
+    rho_scan = rho * scan_share
+    rest = rho - rho_supports - rho_scan
     rho_items = Fraction(0) if declared else rest * ITEM_RHO_SHARE
     rho_rounds = rest - rho_items
     eps0 = decimal_down(Fraction(math.sqrt(8 * rho_rounds / k)))
@@ -124,7 +132,7 @@ def calibrate(
         sens2 = (2 if replace else 1) * WEIGHT_SCALE * WEIGHT_SCALE
         sigma2 = Fraction(sens2) / (2 * rho_items)
         threshold = item_threshold(sigma2, delta1, cap or 1)
-    spent_rho = rho_items + k * eps0 * eps0 / 8 + rho_supports
+    spent_rho = rho_items + k * eps0 * eps0 / 8 + rho_supports + rho_scan
     spent_eps = zcdp_eps(spent_rho, delta_z)
     spent_delta = delta_z + (1 + exp_upper(spent_eps)) * delta1
     if spent_eps > eps or spent_delta > delta:
@@ -140,6 +148,7 @@ def calibrate(
         spent_eps,
         spent_delta,
         rho_supports,
+        rho_scan,
     )
 
 
@@ -186,11 +195,31 @@ def support_sds(p: Public, k: int, keys: list[Key]) -> list[float]:
 
 def _calibration(p: Public, k: int) -> Calibration:
     declared = p.universe_size is not None
-    return calibrate(p.eps, p.delta, k, p.neighbours, declared, p.max_record_items, p.support_share)
+    scan = SCAN_RHO_SHARE if p.thresholded else Fraction(0)
+    return calibrate(
+        p.eps, p.delta, max(k, 1), p.neighbours, declared, p.max_record_items, p.support_share, scan
+    )
+
+
+def scan_eps(p: Public) -> Fraction:
+    """ε_t of the threshold scan (§25): pure DP with ε_t²/2 <= its share of rho."""
+    return threshold.eps_for(_calibration(p, 1).rho_scan)
+
+
+def check_threshold_count(p: Public, t: int, cap: int) -> None:
+    """A count threshold the choice cannot certify at this budget is refused (public values)."""
+    least = threshold.smallest_count(scan_eps(p), cap)
+    if t < least:
+        flag = "--min-count" if p.min_count is not None else "--min-support"
+        raise ParameterError(
+            f"{flag}: a threshold of {t} records is below the {least} records this --eps can "
+            f"tell from zero (docs/privacy.md §25.3): raise {flag} or --eps"
+        )
 
 
 def check(p: Public) -> None:
-    """The lattice starts at single items: the sizes must be 1..s."""
+    """The lattice starts at single items: the sizes must be 1..s. A --min-count below what
+    the scan can certify is refused before any data is read."""
     if tuple(p.sizes) != tuple(range(1, max(p.sizes) + 1)):
         raise ParameterError(
             "--mechanism levelwise ranks itemsets of sizes 1..s together (it grows them from "
@@ -265,6 +294,10 @@ def run_top(
     outcome that ended the run early (the domain ran out), else None, and the noisy n
     (--supports under add/remove, else None). The supports are read back from noisy parity
     coefficients (§24): exact dyadic rationals, released as floats (exact in binary)."""
+    if p.thresholded:  # Part 0 (§25): K chosen privately, at most the cap k
+        k = _scan(counts, p, k, rng)
+        if k == 0:
+            return [], Outcome(None, None, None), None
     picks, last = _select(counts, p, k, rng)
     cal = _calibration(p, k)
     if not cal.rho_supports or not picks:
@@ -274,6 +307,25 @@ def run_top(
     noisy_n = None if est.noisy_n is None else float(est.noisy_n)
     found = [(key, c, float(s)) for (key, c), s in zip(picks, est.supports, strict=True)]
     return found, last, noisy_n
+
+
+def _scan(counts: Counts, p: Public, cap: int, rng: RandomSource) -> int:
+    """How many itemsets clear the threshold, by the exponential mechanism over the ranks of
+    every itemset of sizes 1..s (§25); the threshold checked against public values first
+    (under replace-one n is public, so ceil(theta n) is)."""
+    t = threshold.threshold_count(counts.n, p.min_support, p.min_count)
+    if p.min_count is not None or _replace(p):
+        check_threshold_count(p, t, cap)
+    declared = p.universe_size is not None
+    ids, sup = item_supports(counts, len(counts.items) if declared else None)
+    ranks = threshold.ranked_supports(counts, ids, sup, max(p.sizes))
+    return threshold.choose_k(ranks, t, scan_eps(p), cap, rng)
+
+
+def _threshold_text(p: Public) -> str:
+    if p.min_count is not None:
+        return f"--min-count {p.min_count}"
+    return f"--min-support {p.min_support} (ceil(theta n) records)"
 
 
 def _replace(p: Public) -> bool:
@@ -358,6 +410,18 @@ def _extra(p: Public) -> dict[str, Any]:
 def steps_for(p: Public, k: int) -> Steps:
     cal = _calibration(p, k)
     rows: list[tuple[str, str, Fraction, Fraction]] = []
+    if p.thresholded:
+        rows.append(
+            (
+                f"how many clear {_threshold_text(p)}: K in 0..{k} by the exponential mechanism, "
+                f"weight exp({scan_eps(p)} u(K) / 2), u from the exact ranks of every itemset "
+                f"(sensitivity 1; docs/privacy.md §25), {scan_eps(p)}-DP, rho {cal.rho_scan}; "
+                "its rho is in the total below",
+                "K (the number of itemsets the rounds release)",
+                Fraction(0),
+                Fraction(0),
+            )
+        )
     if cal.sigma2 is not None:
         rows.append(
             (
@@ -369,11 +433,17 @@ def steps_for(p: Public, k: int) -> Steps:
                 cal.delta - cal.delta_z,
             )
         )
+    rounds = f"K <= {k}" if p.thresholded else str(k)
+    each = (
+        f"each round sqrt(8 * {k * cal.eps0 * cal.eps0 / 8} / K)-bounded range"
+        if p.thresholded
+        else f"each round {cal.eps0}-bounded range"
+    )
     rows.append(
         (
-            f"{k} rounds of the exponential mechanism, weight exp({cal.eta} c), over the items "
-            "and the itemsets whose subsets are all released; each round "
-            f"{cal.eps0}-bounded range; with the items and the supports {cal.rho}-zCDP",
+            f"{rounds} rounds of the exponential mechanism, weight exp(eta c), over the items "
+            f"and the itemsets whose subsets are all released; {each}; with the items and the "
+            f"supports {cal.rho}-zCDP",
             "itemsets (release order)",
             cal.eps,
             cal.delta_z,
@@ -383,8 +453,9 @@ def steps_for(p: Public, k: int) -> Steps:
         rows.append(
             (
                 "noisy supports: the released set's parity coefficients (and n under "
-                "add/remove) + N_Z(0, kappa / (2 rho_s p_S)), read back exactly (docs/privacy.md "
-                f"§24), rho_s = {cal.rho_supports}; its rho is in the total above",
+                f"add/remove) + N_Z(0, {4 if _replace(p) else 1} / (2 rho_s p_S)), read back "
+                f"exactly (docs/privacy.md §24), rho_s = {cal.rho_supports}; its rho is in the "
+                "total above",
                 "noisy_support",
                 Fraction(0),
                 Fraction(0),
@@ -399,6 +470,17 @@ def per_run(p: Public, k: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "round_eps": str(cal.eps0),
         "weight": f"exp({cal.eta} c)",
+    }
+    if p.thresholded:  # K is chosen: a round's eps0 follows from it (§25.2)
+        rounds_rho = k * cal.eps0 * cal.eps0 / 8
+        out = {
+            "threshold": _threshold_text(p),
+            "threshold_eps": str(scan_eps(p)),
+            "rounds_rho": str(rounds_rho),
+            "round_eps": f"sqrt(8 * rounds_rho / K) for the K chosen (at most {k})",
+            "weight": "exp(round_eps c)" if not _replace(p) else "exp(round_eps / 2 * c)",
+        }
+    out |= {
         "rho": str(cal.rho),
         "proven_eps": float(cal.eps),
         "proven_delta": float(cal.delta),
