@@ -56,3 +56,9 @@ DEFAULT_CLOSURE_SHARE = Fraction(1, 2)
 DEFAULT_RULES_TOP = 50
 DEFAULT_RULES_SIZES = "1-2"
 DEFAULT_FREQUENT_SIZES = "1-3"
+
+# A support's stated interval: estimate +- z sd, z the standard normal's 97.5th percentile (a
+# 95 % interval; levelwise's estimate is a sum of independent discrete Gaussians, measured in
+# docs/privacy.md §24.4); rules' intervals hold at >= 95 % by a union bound (§21.5)
+INTERVAL_Z = 1.959963984540054
+INTERVAL_LEVEL = 0.95

@@ -25,6 +25,7 @@ from dpfim.progress import EXACT, OFF, PUBLIC
 from dpfim.result import (
     check_not_overwriting,
     check_output_path,
+    itemsets_csv,
     rules_csv,
     write,
     write_bytes,
@@ -122,7 +123,20 @@ def mine(input_path: str, **opt: Any) -> None:
       dpfim mine hdfs:///orders/ --format long --record-col customer_id \\
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
-    result = _release_run(parameters.MINE, input_path, opt, _api().mine_file)
+    csv_path = opt.pop("csv_path")
+
+    def write_csv(result: dict[str, Any]) -> None:
+        if csv_path is not None:
+            write_text(itemsets_csv(result), csv_path, flag="--csv")
+
+    result = _release_run(
+        parameters.MINE,
+        input_path,
+        opt,
+        _api().mine_file,
+        outputs={"--csv": csv_path},
+        after=write_csv,
+    )
     opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
     none = not released or released[0] is None  # the released answer only

@@ -21,13 +21,13 @@ import pandas as pd
 from dpfim import engines
 from dpfim import release as topk
 from dpfim.api import check_options, run_mechanism
+from dpfim.choices import INTERVAL_Z
 from dpfim.counts import Counts
 from dpfim.engines import Opened
 from dpfim.engines.local import count_records
 from dpfim.errors import InputError, ParameterError
 from dpfim.inputs import EngineSpec, InputSpec, check_record_cap
 from dpfim.mechanisms import registry
-from dpfim.mechanisms.parity import INTERVAL_Z
 from dpfim.params import check_delta, check_eps
 from dpfim.progress import OFF, Setting, progress_mode
 from dpfim.readers import Records, basket_note

@@ -592,7 +592,15 @@ TABLE: tuple[Param, ...] = (
         ("--csv",),
         "Also write the rules as CSV here (atomically), with a private column; the JSON still "
         "goes to stdout or -o.",
-        {RULES: {}, EVALUATE: {"help": "Write the table as CSV here (atomically)."}},
+        {
+            MINE: {
+                "help": "Also write the released itemsets as CSV here (atomically): rank, items, "
+                "size, noisy support and fraction, sd, interval, how the support was made, a "
+                "private column; the JSON still goes to stdout or -o."
+            },
+            RULES: {},
+            EVALUATE: {"help": "Write the table as CSV here (atomically)."},
+        },
     ),
     Param(
         "plot_path",

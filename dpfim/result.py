@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpfim.choices import INTERVAL_Z
 from dpfim.errors import OutputError, ParameterError
-from dpfim.mechanisms.parity import INTERVAL_Z
 
 if TYPE_CHECKING:
     from dpfim.mechanisms.base import Outcome
@@ -265,12 +265,76 @@ def check_not_overwriting(output: str | None, flag: str, others: dict[str, str |
             )
 
 
+ITEMSETS_CSV_COLUMNS = (
+    "rank",
+    "items",
+    "size",
+    "noisy_support",
+    "noisy_fraction",
+    "consistent_support",
+    "support_sd",
+    "interval_low",
+    "interval_high",
+    "support_made_by",
+    "private",
+)
+
+
+def itemsets_csv(result: dict[str, Any]) -> str:
+    """A dpfim.result/1 result's released itemsets as CSV (mine --csv): rank, items (a JSON
+    array), size, the noisy support and its fraction of n (public n under replace-one, the
+    noisy n under add/remove; empty when neither was released), the consistent support, sd and
+    95 % interval where the mechanism states them, how the support was made, and the run's
+    `private` flag on every line. Released values only."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(ITEMSETS_CSV_COLUMNS)
+    entries = result.get("itemsets")
+    if entries is None:  # K = 1: one released itemset (or none)
+        one = result.get("itemset")
+        entries = [] if one is None else [{"rank": 1, "items": one, **_k1(result)}]
+    n = result.get("n", result.get("noisy_n"))
+    params = result.get("params", {})
+    if "support_share" not in params and "noisy_support" not in result:
+        how = ""
+    elif params.get("mechanism") == "levelwise":
+        how = "parity coefficients + discrete Gaussian (docs/privacy.md §24)"
+    else:
+        how = "discrete Laplace, scale m / eps_sup (docs/privacy.md §19.4)"
+    for e in entries:
+        noisy = e.get("noisy_support")
+        interval = e.get("support_interval") or [None, None]
+        row = {
+            **e,
+            "items": json.dumps(e["items"], ensure_ascii=False),
+            "size": len(e["items"]),
+            "noisy_fraction": None if noisy is None or not n else round(noisy / n, 9),
+            "interval_low": interval[0],
+            "interval_high": interval[1],
+            "support_made_by": how if noisy is not None else "",
+            "private": "true" if result["private"] else "false",
+        }
+        out.writerow(["" if row.get(c) is None else row[c] for c in ITEMSETS_CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _k1(result: dict[str, Any]) -> dict[str, Any]:
+    return {"noisy_support": result["noisy_support"]} if "noisy_support" in result else {}
+
+
 RULES_CSV_COLUMNS = (
     "antecedents",
     "consequents",
     "support",
     "confidence",
+    "confidence_low",
+    "confidence_high",
     "lift",
+    "lift_low",
+    "lift_high",
     "antecedent_support",
     "consequent_support",
     "private",
@@ -293,6 +357,9 @@ def rules_csv(result: dict[str, Any]) -> str:
     out.writerow(columns)
     for rule in result["rules"]:
         row = {**rule, "private": "true" if result["private"] else "false"}
+        for name in ("confidence", "lift"):
+            low, high = rule.get(f"{name}_interval") or (None, None)
+            row[f"{name}_low"], row[f"{name}_high"] = low, high
         for side in ("antecedents", "consequents"):
             row[side] = json.dumps(rule[side], ensure_ascii=False)
         out.writerow(["" if row.get(c) is None else row[c] for c in columns])

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpfim.accounting import Cost, amount, basic, zcdp_rho_for
-from dpfim.choices import DEFAULT_CLOSURE_SHARE, RULE_METRICS
+from dpfim.choices import DEFAULT_CLOSURE_SHARE, INTERVAL_LEVEL, RULE_METRICS
 from dpfim.closure import (
     DEFAULT_NOISE,
     NOISE_NAMES,
@@ -456,6 +456,45 @@ def _num(x: Any) -> float | None:
     return v if math.isfinite(v) else None  # JSON has no inf (conviction of a 1.0 rule)
 
 
+def half_width(closure: Closure, alpha: float) -> float:
+    """h with P(|noise| > h) <= alpha for one closure coordinate (§21.5): the discrete
+    Laplace's exact two-sided tail 2 e^(-(h + 1)/b) / (1 + e^(-1/b)) (scale b), or the discrete
+    Gaussian's sub-Gaussian tail 2 e^(-h^2 / (2 sigma^2)) (Canonne, Kamath, Steinke 2020)."""
+    scale = float(closure.scale)
+    if closure.noise == "gaussian":
+        return math.ceil(math.sqrt(2 * scale * math.log(2 / alpha)))
+    return max(0, math.ceil(scale * math.log(2 / (alpha * (1 + math.exp(-1 / scale))))) - 1)
+
+
+def rule_intervals(closure: Closure, ai: int, ci: int, ui: int) -> dict[str, list[float | None]]:
+    """Intervals that hold the exact confidence and lift of a rule with probability >= 95 %:
+    each raw noisy support involved (and the noisy n under add/remove) within +-h of its exact
+    value, h at level 5 % / (how many are involved), by a union bound; the rule's value is
+    monotone in each, so the box's corners bound it (§21.5). Post-processing of released
+    values; null where a lower end of a denominator reaches 0."""
+    both, ante, cons = (float(closure.noisy[i]) for i in (ui, ai, ci))
+    h2 = half_width(closure, (1 - INTERVAL_LEVEL) / 2)
+    conf_lo = max(0.0, both - h2) / (ante + h2)
+    conf_hi = (both + h2) / (ante - h2) if ante - h2 > 0 else None
+    out: dict[str, list[float | None]] = {
+        "confidence_interval": [
+            round(conf_lo, 6),
+            None if conf_hi is None else round(min(1.0, conf_hi), 6),
+        ]
+    }
+    m = 3 if closure.noisy_n is None else 4
+    h = half_width(closure, (1 - INTERVAL_LEVEL) / m)
+    n_lo, n_hi = (
+        (closure.n, closure.n)
+        if closure.noisy_n is None
+        else (closure.noisy_n - h, closure.noisy_n + h)
+    )
+    lift_lo = max(0.0, both - h) * max(0.0, n_lo) / ((ante + h) * (cons + h))
+    lift_hi = (both + h) * n_hi / ((ante - h) * (cons - h)) if min(ante, cons) - h > 0 else None
+    out["lift_interval"] = [round(lift_lo, 6), None if lift_hi is None else round(lift_hi, 6)]
+    return out
+
+
 def rules_fields(
     closure: Closure, rules: list[dict[str, Any]] | None, request: RulesRequest, order: Any
 ) -> dict[str, Any]:
@@ -483,6 +522,7 @@ def rules_fields(
         }
         if request.metric not in entry:
             entry[request.metric] = _num(row[request.metric])
+        entry.update(rule_intervals(closure, ai, ci, ui))
         entries.append(entry)
     itemsets = [
         {"items": names, "noisy_support": noisy, "consistent_support": round(cons, 6)}

@@ -29,15 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from dpfim.choices import INTERVAL_Z  # noqa: F401  (the stated interval's z, §24.4)
 from dpfim.samplers.gaussian import discrete_gaussian
 from dpfim.samplers.rng import RandomSource
 
 Key = tuple[int, ...]
 # p_S = r_S / sum(r): r_S = round(sqrt(a_S) * SHARE_SCALE), at least 1 (exact rationals)
 SHARE_SCALE = 1 << 20
-# A support's stated interval: estimate +- z sd, z the standard normal's 97.5th percentile (a
-# 95 % interval; the estimate is a sum of independent discrete Gaussians, measured in §24.4)
-INTERVAL_Z = 1.959963984540054
 
 
 @dataclass(frozen=True)
