@@ -65,6 +65,24 @@ TOPK_COLUMNS = (
     "ms_per_run",
 )
 
+# With --min-support (levelwise): precision = released members of the exact frequent set /
+# released, recall = released members / the exact set (every itemset of the sizes with support
+# >= ceil(theta n)), the consistent supports' median relative error, the stated intervals'
+# coverage, the mean number released.
+THRESHOLD_COLUMNS = (
+    "mechanism",
+    "eps",
+    "min_support",
+    "trials",
+    "true_frequent",
+    "precision",
+    "recall",
+    "median_rel_support_error",
+    "interval_coverage",
+    "mean_released",
+    "ms_per_run",
+)
+
 
 @dataclass(frozen=True)
 class MechanismChoice:
@@ -174,6 +192,7 @@ def evaluate_file(
     progress: Setting,
     say: Any,
     notes: bool,
+    min_support: str | None = None,
 ) -> Evaluation:
     """`dpfim evaluate SOURCE`: usage errors before any data is read, then the table. `say`
     prints a line on stderr (the NOT PRIVATE line always; with `notes` the basket note and the
@@ -184,6 +203,11 @@ def evaluate_file(
     check_delta(delta)
     if trials < 1:
         raise ParameterError(f"--trials must be at least 1, got {trials}")
+    if min_support is not None:  # levelwise over sizes 1-5 unless --sizes says otherwise
+        from dpfim.request import DEFAULT_THRESHOLD_SIZES
+
+        sizes = sizes or f"1-{max(DEFAULT_THRESHOLD_SIZES)}"
+        mechanisms = "levelwise"
     ranked_sizes = parse_sizes(sizes) if sizes is not None else (size,)
     chosen = choose_mechanisms(parse_list(mechanisms, "--mechanisms"), neighbours, ranked_sizes)
     if sizes is not None:
@@ -193,12 +217,14 @@ def evaluate_file(
         sizes=sizes,
         eps=eps_values[0],
         delta=delta,
-        mechanism="lmm",  # valid under both relations; the mechanisms are checked per run
+        # valid under both relations; the mechanisms are checked per run
+        mechanism="lmm" if min_support is None else "levelwise",
         neighbours=neighbours,
         top=top,
         supports=supports,
         support_share=support_share,
         accountant=accountant,
+        more={} if min_support is None else {"min_support": _min_support(min_support)},
     )
     if universe_size is not None and universe_size < size:
         raise ParameterError("--universe-size must be at least --size")
@@ -247,10 +273,17 @@ def evaluate_file(
             supports=supports,
             support_share=support_share,
             accountant=accountant,
+            min_support=min_support,
         )
     finally:
         opened.close()
     return Evaluation(table, size, delta, neighbours, trials, source)
+
+
+def _min_support(value: str) -> Fraction:
+    from dpfim.parameters import _min_support as check
+
+    return Fraction(check(value))
 
 
 def open_for_evaluation(
@@ -295,8 +328,11 @@ def evaluate(
     supports: bool = False,
     support_share: str | None = None,
     accountant: str = "basic",
+    min_support: str | None = None,
 ) -> pd.DataFrame:
-    """One row per mechanism x eps (COLUMNS; TOPK_COLUMNS when top > 1 or supports).
+    """One row per mechanism x eps (COLUMNS; TOPK_COLUMNS when top > 1 or supports;
+    THRESHOLD_COLUMNS with min_support, levelwise only: precision and recall against the exact
+    frequent itemsets of the sizes, the supports' error and the intervals' coverage).
 
     accountant: how top-K splits (eps, delta) among the rounds, as mine --accountant.
 
@@ -344,6 +380,24 @@ def evaluate(
 
         bar = tqdm(total=len(jobs) * trials, desc="evaluate", unit="run", leave=False)
     rows = []
+    if min_support is not None:
+        return _threshold_table(
+            ranked,
+            chosen,
+            eps_values,
+            delta,
+            neighbours,
+            ranked_sizes,
+            growth_b,
+            top,
+            support_share,
+            accountant,
+            min_support,
+            trials,
+            random_source,
+            bar,
+            universe_size if vocabulary_given else None,
+        )
     topk_mode = top > 1 or supports
     for mech, eps in jobs:
         opts = check_options(
@@ -460,6 +514,111 @@ def _topk_row(
         "fnr_at_k": float(np.mean(fnr)),
         "precision": float(np.mean(precision)) if precision else math.nan,
         "mean_rank_error": float(np.mean(rank_err)) if rank_err else math.nan,
+        "median_rel_support_error": float(np.median(rel_err)) if rel_err else math.nan,
+        "interval_coverage": float(np.mean(covered)) if covered else math.nan,
+        "mean_released": float(np.mean(released)),
+        "ms_per_run": 1000 * spent / trials,
+    }
+
+
+def _threshold_table(
+    ranked: Counts,
+    chosen: Sequence[str],
+    eps_values: Sequence[str],
+    delta: str,
+    neighbours: str,
+    sizes: tuple[int, ...],
+    growth_b: int,
+    top: int,
+    support_share: str | None,
+    accountant: str,
+    min_support: str,
+    trials: int,
+    random_source: RandomSource,
+    bar: Any,
+    universe_size: int | None,
+) -> pd.DataFrame:
+    """--min-support: one row per eps of levelwise (the only mechanism that takes it)."""
+    from dpfim.mechanisms import levelwise, threshold
+
+    rows = []
+    ids, sup = levelwise.item_supports(ranked, None)
+    exact: set[tuple[int, ...]] | None = None
+    for eps in eps_values:
+        opts = check_options(
+            sizes=sizes if len(sizes) > 1 else None,
+            size=sizes[0] if len(sizes) == 1 else None,
+            eps=eps,
+            delta=delta,
+            mechanism="levelwise",
+            neighbours=neighbours,
+            universe_given=universe_size is not None,
+            max_record_items=growth_b,
+            top=top,
+            supports=True,
+            support_share=support_share,
+            accountant=accountant,
+            more={"min_support": Fraction(min_support)},
+        )
+        if exact is None:  # the exact answer: every itemset of support >= ceil(theta n)
+            t = threshold.threshold_count(ranked.n, Fraction(min_support), None)
+            exact = set()
+            for c, key in threshold.ranked_itemsets(ranked, ids, sup, max(sizes)):
+                if c < t:
+                    break
+                exact.add(key)
+        rows.append(
+            _threshold_row(ranked, opts, universe_size, growth_b, trials, random_source, bar, exact)
+        )
+    del chosen  # levelwise only (evaluate_file says so)
+    return pd.DataFrame(rows, columns=list(THRESHOLD_COLUMNS))
+
+
+def _threshold_row(
+    ranked: Counts,
+    opts: Any,
+    universe_size: int | None,
+    growth_b: int,
+    trials: int,
+    random_source: RandomSource,
+    bar: Any,
+    exact: set[tuple[int, ...]],
+) -> dict[str, Any]:
+    """Precision and recall of `trials` runs of the real release path at the threshold."""
+    from dpfim.views import ids_of
+
+    spec = registry.get(opts.mechanism)
+    p = opts.public(universe_size, growth_b)
+    round_p = opts.round_public(universe_size, growth_b)
+    precision, recall, rel_err, covered, released = [], [], [], [], []
+    spent = 0.0
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        picks, _, noisy_n = topk.peel(ranked, spec, p, opts.top, random_source, round_p=round_p)
+        sds, consistent, n_hat = topk.whole_run_supports(opts, round_p, picks, ranked, noisy_n)
+        if consistent is not None and sds is not None:
+            picks, sds, consistent = topk.above(opts, ranked, picks, sds, consistent, n_hat)
+        spent += time.perf_counter() - t0
+        keys = [tuple(ids_of(q.ids)) for q in picks]
+        hits = sum(1 for key in keys if key in exact)
+        precision.append(hits / len(keys) if keys else 1.0)
+        recall.append(hits / len(exact) if exact else 1.0)
+        released.append(len(keys))
+        for j, q in enumerate(picks):
+            if q.count > 0 and consistent is not None:
+                rel_err.append(abs(consistent[j] - q.count) / q.count)
+            if sds is not None and q.noisy_support is not None:
+                covered.append(abs(q.noisy_support - q.count) <= INTERVAL_Z * sds[j])
+        if bar is not None:
+            bar.update(1)
+    return {
+        "mechanism": opts.mechanism,
+        "eps": float(opts.eps),
+        "min_support": float(opts.param("min_support")),
+        "trials": trials,
+        "true_frequent": len(exact),
+        "precision": float(np.mean(precision)),
+        "recall": float(np.mean(recall)),
         "median_rel_support_error": float(np.median(rel_err)) if rel_err else math.nan,
         "interval_coverage": float(np.mean(covered)) if covered else math.nan,
         "mean_released": float(np.mean(released)),

@@ -206,7 +206,14 @@ TABLE: tuple[Param, ...] = (
         "(mlxtend's min_support), up to DP error: how many is chosen privately, at most --top "
         "(default 500 here), over --sizes (default 1-5) or --max-len; runs levelwise "
         "(docs/privacy.md §25).",
-        _for(*RUNS),
+        {
+            **_for(*RUNS),
+            EVALUATE: {
+                "help": "Evaluate levelwise at this threshold (sizes 1-5 unless --sizes): "
+                "precision and recall against the exact frequent itemsets, supports' error, "
+                "intervals' coverage."
+            },
+        },
         type=str,
         metavar="THETA",
         library=True,

@@ -51,6 +51,17 @@ def ranked_supports(counts: Counts, ids: np.ndarray, sup: np.ndarray, s: int) ->
     """c_(1), c_(2), ...: the supports of every itemset of sizes 1..s over the items `ids`
     (exact supports `sup`) in decreasing order, then zeros for ever (the itemsets of support 0,
     of which there are more than any cap)."""
+    for c, _ in ranked_itemsets(counts, ids, sup, s):
+        yield c
+    while True:
+        yield 0
+
+
+def ranked_itemsets(
+    counts: Counts, ids: np.ndarray, sup: np.ndarray, s: int
+) -> Iterator[tuple[int, Key]]:
+    """(support, sorted item ids) of every itemset of sizes 1..s and support >= 1 over the
+    items `ids`, in decreasing order of support (an exact Apriori by priority)."""
     heap = [(-int(c), (int(i),)) for i, c in zip(ids, sup, strict=True) if c > 0]
     heapq.heapify(heap)
     popped: set[Key] = set()
@@ -58,7 +69,7 @@ def ranked_supports(counts: Counts, ids: np.ndarray, sup: np.ndarray, s: int) ->
     queued: set[Key] = set()
     while heap:
         neg, key = heapq.heappop(heap)
-        yield -neg
+        yield -neg, key
         popped.add(key)
         if len(key) == 1:
             items.append(key[0])
@@ -78,8 +89,6 @@ def ranked_supports(counts: Counts, ids: np.ndarray, sup: np.ndarray, s: int) ->
             for cand, c in zip(new, counts.supports(new), strict=True):
                 if c > 0:
                     heapq.heappush(heap, (-int(c), cand))
-    while True:
-        yield 0
 
 
 def eps_for(rho_scan: Fraction) -> Fraction:
