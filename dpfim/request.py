@@ -448,6 +448,7 @@ RELEASE_MODES: dict[str, tuple[str, ...]] = {
     "top K with supports": ("--top", "5", "--supports"),
     "several sizes, top K": ("--sizes", "1-3", "--top", "5"),
     "rules of the top K": ("rules", "--top", "5", "--sizes", "1-2"),
+    "above a support threshold": ("--min-support", "0.3", "--max-len", "3"),
 }
 
 

@@ -148,7 +148,7 @@ def _cli_args(
     command, flags = release_command(mode)
     args = [command, *inputs[fmt], "--eps", EPS, "--delta", "1e-6", "--seed", "7", "--compact"]
     args += ["--mechanism", mech, "--neighbours", neighbours, *flags, "-q"]
-    if "--sizes" not in flags:
+    if not {"--sizes", "--max-len"} & set(flags):
         args += ["--size", "2"]
     if spec.needs_record_bound:
         args += ["--max-record-items", str(LONGEST)]  # truncates nothing: no draw differs
@@ -206,7 +206,10 @@ def test_every_combination_releases_or_is_a_usage_error(
     if spec.needs_vocabulary and universe == "open":
         assert code == 2 and out == "" and len(_errors(err)) == 1 and "--universe-items" in err
         return
-    if spec.whole_run is not None and "--sizes" not in RELEASE_MODES[mode]:
+    if "--min-support" in RELEASE_MODES[mode] and spec.whole_run is None:
+        assert code == 2 and out == "" and len(_errors(err)) == 1 and "--min-support" in err
+        return
+    if spec.whole_run is not None and not {"--sizes", "--max-len"} & set(RELEASE_MODES[mode]):
         # levelwise ranks the sizes 1..s together (grown from single items): --size 2 alone
         assert code == 2 and out == "" and len(_errors(err)) == 1 and "--sizes 1-2" in err
         return
@@ -215,7 +218,7 @@ def test_every_combination_releases_or_is_a_usage_error(
     if release_command(mode)[0] == "rules":
         assert len(result["selected"]) >= 2, result["selected"]
         assert len(result["closure"]) >= len(result["selected"])
-    elif "--top" in RELEASE_MODES[mode]:
+    elif {"--top", "--min-support"} & set(RELEASE_MODES[mode]):
         assert len(result["itemsets"]) >= 2, result["itemsets"]
     else:
         assert result["itemset"] is not None
