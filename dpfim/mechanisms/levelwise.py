@@ -85,6 +85,15 @@ class Calibration:
     delta: Fraction
     rho_supports: Fraction = Fraction(0)
     rho_scan: Fraction = Fraction(0)
+    # the budget: rho at delta_z, and the rounds' share of it (a run with a threshold spends
+    # K eps0(K)^2 / 8 <= rounds_budget for the K it drew: its proof charges the budget, §25.2)
+    budget_rho: Fraction = Fraction(0)
+    rounds_budget: Fraction = Fraction(0)
+
+    def threshold_pair(self) -> tuple[Fraction, Fraction]:
+        """The (eps, delta) §25.2 proves for a run with a threshold: the whole budget's."""
+        eps = zcdp_eps(self.budget_rho, self.delta_z)
+        return eps, self.delta_z + (1 + exp_upper(eps)) * self.delta1
 
 
 @functools.lru_cache(maxsize=64)
@@ -149,6 +158,8 @@ def calibrate(
         spent_delta,
         rho_supports,
         rho_scan,
+        rho,
+        rho_rounds,
     )
 
 
@@ -417,7 +428,7 @@ def steps_for(p: Public, k: int) -> Steps:
                 f"weight exp({scan_eps(p)} u(K) / 2), u from the exact ranks of every itemset "
                 f"(sensitivity 1; docs/privacy.md §25), {scan_eps(p)}-DP, rho {cal.rho_scan}; "
                 "its rho is in the total below",
-                "K (the number of itemsets the rounds release)",
+                "K (not printed: the number of itemsets the rounds release, before the filter)",
                 Fraction(0),
                 Fraction(0),
             )
@@ -434,18 +445,20 @@ def steps_for(p: Public, k: int) -> Steps:
             )
         )
     rounds = f"K <= {k}" if p.thresholded else str(k)
-    each = (
-        f"each round sqrt(8 * {k * cal.eps0 * cal.eps0 / 8} / K)-bounded range"
-        if p.thresholded
-        else f"each round {cal.eps0}-bounded range"
-    )
+    each = f"each round {cal.eps0}-bounded range; with the items and the supports {cal.rho}-zCDP"
+    eps = cal.eps
+    if p.thresholded:  # the proof charges the whole budget, whatever K was drawn (§25.2)
+        each = (
+            f"each round sqrt(8 * {cal.rounds_budget} / K)-bounded range; with the threshold's "
+            f"choice, the items and the supports {cal.budget_rho}-zCDP"
+        )
+        eps = cal.threshold_pair()[0]
     rows.append(
         (
             f"{rounds} rounds of the exponential mechanism, weight exp(eta c), over the items "
-            f"and the itemsets whose subsets are all released; {each}; with the items and the "
-            f"supports {cal.rho}-zCDP",
+            f"and the itemsets whose subsets are all released; {each}",
             "itemsets (release order)",
-            cal.eps,
+            eps,
             cal.delta_z,
         )
     )
@@ -471,19 +484,20 @@ def per_run(p: Public, k: int) -> dict[str, Any]:
         "round_eps": str(cal.eps0),
         "weight": f"exp({cal.eta} c)",
     }
-    if p.thresholded:  # K is chosen: a round's eps0 follows from it (§25.2)
-        rounds_rho = k * cal.eps0 * cal.eps0 / 8
+    proven, rho = (cal.eps, cal.delta), cal.rho
+    if p.thresholded:  # K is drawn: the proof charges the whole budget, whatever K (§25.2)
         out = {
             "threshold": _threshold_text(p),
             "threshold_eps": str(scan_eps(p)),
-            "rounds_rho": str(rounds_rho),
-            "round_eps": f"sqrt(8 * rounds_rho / K) for the K chosen (at most {k})",
+            "rounds_rho": str(cal.rounds_budget),
+            "round_eps": f"sqrt(8 * rounds_rho / K) for the K drawn (at most {k})",
             "weight": "exp(round_eps c)" if not _replace(p) else "exp(round_eps / 2 * c)",
         }
+        proven, rho = cal.threshold_pair(), cal.budget_rho
     out |= {
-        "rho": str(cal.rho),
-        "proven_eps": float(cal.eps),
-        "proven_delta": float(cal.delta),
+        "rho": str(rho),
+        "proven_eps": float(proven[0]),
+        "proven_delta": float(proven[1]),
     }
     if cal.rho_supports:
         out["support_rho"] = str(cal.rho_supports)
