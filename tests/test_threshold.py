@@ -154,3 +154,73 @@ def test_frequent_itemsets_takes_mlxtends_min_support_and_max_len(tmp_path: Path
     assert {len(x) for x in frame["itemsets"]} <= {1, 2}
     assert frozenset({"1", "2"}) in set(frame["itemsets"])
     assert frame.attrs["result"]["params"]["sizes"] == [1, 2]
+
+
+def test_the_choice_draws_from_the_stated_law_by_inversion_too() -> None:
+    """A steep profile over 201 ranks at eps_t = 1 takes the sampler's inversion branch (its
+    rejection would need more than MAX_EXPECTED_ROUNDS rounds): 4,000 seeded draws, the
+    frequency of the exact crossing rank and of the ranks below it against the exact law,
+    each within 4.5 standard errors (false alarm about 1e-5 each)."""
+    from dpfim.mechanisms import selection
+    from dpfim.samplers.rng import seeded_source
+
+    ranks = [1000 - 4 * k for k in range(202)] + [0] * 10
+    u = th.utilities(iter(ranks), 600, 200)
+    scores = u - int(u.min()) + 1
+    values, mult = selection.groups(np.sort(scores)[::-1], len(scores), 0)
+    assert selection.expected_rounds(values, mult, Fraction(1)) > selection.MAX_EXPECTED_ROUNDS
+    w = np.exp(1.0 * (u - u.max()) / 2)
+    p = w / w.sum()
+    best = int(np.argmax(u))
+    rng = seeded_source(8)
+    draws = np.array([th.choose_k(iter(ranks), 600, Fraction(1), 200, rng) for _ in range(4000)])
+    for event, want in ((draws == best, p[best]), (draws < best, p[:best].sum())):
+        got = float(event.mean())
+        assert abs(got - want) < 4.5 * math.sqrt(want * (1 - want) / 4000), (got, want)
+
+
+def test_an_added_record_with_a_new_item_moves_the_utility_by_at_most_one() -> None:
+    """The open universe: D' adds a record holding an item D never saw (its itemsets enter the
+    ranks at support 1) and n moves: still |u_D(k) - u_D'(k)| <= 1 for every k."""
+    rng = random.Random(11)
+    for _ in range(200):
+        d = [frozenset(x for x in "abc" if rng.random() < 0.5) for _ in range(rng.randint(2, 6))]
+        new = frozenset({"z", *(x for x in "abc" if rng.random() < 0.5)})
+        theta = Fraction(rng.randint(1, 10), 10)
+        cu = _orders(d, list("abcz"), 2) + [0] * 20
+        cv = _orders([*d, new], list("abcz"), 2) + [0] * 20
+        u = th.utilities(iter(cu), math.ceil(theta * len(d)), 12)
+        v = th.utilities(iter(cv), math.ceil(theta * (len(d) + 1)), 12)
+        assert int(np.max(np.abs(u - v))) <= 1
+
+
+def test_the_filter_keeps_a_downward_closed_set_under_add_remove(tmp_path: Path) -> None:
+    """add/remove: the bar is theta times the released noisy n (never the exact n); what is
+    kept is downward closed and every kept consistent support clears it."""
+    path = _file(tmp_path)
+    for seed in range(3):
+        code, out, err = run(
+            [
+                "mine",
+                str(path),
+                "--eps",
+                "1",
+                "--delta",
+                "1e-6",
+                "--min-support",
+                "0.2",
+                "--neighbours",
+                "add-remove",
+                "--seed",
+                str(seed),
+            ]
+        )
+        assert code == 0, err
+        res = json.loads(out)
+        assert "n" not in res and res["noisy_n"] > 0
+        kept = {tuple(e["items"]) for e in res["itemsets"]}
+        for e in res["itemsets"]:
+            assert e["consistent_support"] >= 0.2 * res["noisy_n"]
+            items = tuple(e["items"])
+            for r in range(1, len(items)):
+                assert all(sub in kept for sub in itertools.combinations(items, r))
