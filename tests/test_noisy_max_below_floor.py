@@ -82,7 +82,7 @@ def _one_round(
     for _ in range(n):
         index = SupportIndex(data, 2)
         declared = topk.DeclaredUniverse(len(VOCAB), (2,), index)
-        picks, _ = topk.peel(index, spec, p, 1, rng, None, declared)
+        picks, _, _ = topk.peel(index, spec, p, 1, rng, None, declared)
         got[picks[0].ids] += 1
     return got
 
@@ -193,7 +193,7 @@ def test_peeling_below_the_floor_removes_drawn_itemsets() -> None:
     for _ in range(n):
         index = SupportIndex(data, 2)
         declared = topk.DeclaredUniverse(len(VOCAB), (2,), index)
-        picks, _ = topk.peel(index, spec, p, 2, rng, None, declared)
+        picks, _, _ = topk.peel(index, spec, p, 2, rng, None, declared)
         assert len(picks) == 2 and picks[0].ids != picks[1].ids
         for q in picks:
             assert q.count == brute[q.ids]  # type: ignore[index]

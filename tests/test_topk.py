@@ -148,7 +148,7 @@ def test_peeling_runs_each_round_at_eps_over_k_on_the_shrunk_counts() -> None:
     lmm = registry.get("lmm")
     spec = registry.Mechanism("spy", registry.BOTH, spy, lmm.cost, lmm.none_hint)
     vec = VectorCounts([5, 9, 7, 1])
-    picks, last = topk.peel(
+    picks, last, _ = topk.peel(
         vec, spec, registry.Public(Fraction(3), Fraction(1, 100)), 3, seeded_source(1)
     )
     assert last is None
