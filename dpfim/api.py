@@ -572,11 +572,14 @@ def _rules_fields(
         )
     frame = None
     records = None
+    # --min-support: the rules come from the closure's itemsets that clear it (mlxtend's
+    # frequent itemsets, then rules); the whole closure is still released
+    basis = closure if not opts.thresholded else rules.clearing(closure, opts)
     if req.rules and keep is not None:  # the Python API returns mlxtend's frame itself
-        frame = rules.rules_frame(closure, req)
+        frame = rules.rules_frame(basis, req)
         records = frame.to_dict("records")
     elif req.rules:
-        records = rules.rules_records(closure, req)
+        records = rules.rules_records(basis, req)
     fields: dict[str, Any] = {"selected": selected_entries(rel)}
     fields.update(rules.rules_fields(closure, records, req, sort_items))
     if keep is not None:

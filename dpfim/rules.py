@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import importlib
 import itertools
 import math
@@ -267,6 +268,27 @@ class Closure:
     scale: Fraction  # Laplace: the scale Delta/eps_c; Gaussian: sigma^2
     noise: str = "laplace"
     rho: Fraction | None = None  # Gaussian: the closure's zCDP parameter
+
+
+def clearing(closure: Closure, opts: Any) -> Closure:
+    """The closure's itemsets whose consistent support clears --min-support (times the public
+    n or the noisy n) or --min-count, with every subset clearing it too (downward closed):
+    post-processing of released values, the basis of the rules of a threshold run."""
+    theta, count = opts.param("min_support"), opts.param("min_count")
+    bar = float(count) if count is not None else float(theta) * closure.n
+    passed = {k for k, v in zip(closure.keys, closure.consistent, strict=True) if v >= bar}
+    keep = [
+        j
+        for j, k in enumerate(closure.keys)
+        if all(sub in passed for r in range(1, len(k) + 1) for sub in itertools.combinations(k, r))
+    ]
+    return dataclasses.replace(
+        closure,
+        keys=[closure.keys[j] for j in keep],
+        names=[closure.names[j] for j in keep],
+        noisy=[closure.noisy[j] for j in keep],
+        consistent=[closure.consistent[j] for j in keep],
+    )
 
 
 def closure_keys(selected: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:

@@ -224,3 +224,19 @@ def test_the_filter_keeps_a_downward_closed_set_under_add_remove(tmp_path: Path)
             items = tuple(e["items"])
             for r in range(1, len(items)):
                 assert all(sub in kept for sub in itertools.combinations(items, r))
+
+
+def test_rules_with_min_support_come_from_the_itemsets_that_clear_it(tmp_path: Path) -> None:
+    """dpfim rules --min-support: every rule's itemset (and so its antecedent and consequent)
+    has a released support of at least theta (mlxtend's frequent itemsets, then rules); the
+    whole closure is still in the result."""
+    path = _file(tmp_path)
+    args = ["rules", str(path), "--eps", "4", "--delta", "1e-6", "--min-support", "0.2"]
+    code, out, err = run([*args, "--min-threshold", "0", "--seed", "2"])
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["rules"], res
+    for rule in res["rules"]:
+        assert rule["support"] >= 0.2 - 1e-9
+        assert min(rule["antecedent_support"], rule["consequent_support"]) >= 0.2 - 1e-9
+    assert res["params"]["min_support"] == "1/5"
