@@ -69,6 +69,8 @@ def _alive_workers(ui_port: int) -> int:
             state = json.load(response)
     except OSError:
         return 0
+    except ValueError:  # an HTML page while the master's UI is still starting (seen under load)
+        return 0
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
 
