@@ -583,7 +583,7 @@ def _rules_fields(
     fields: dict[str, Any] = {"selected": selected_entries(rel)}
     fields.update(rules.rules_fields(closure, records, req, sort_items))
     if keep is not None:
-        keep.update(closure=closure, rules=frame)
+        keep.update(closure=closure, rules=frame, basis=basis)
     book = rules.rules_ledger(
         rel,
         opts.cost(None, max_record_items),
@@ -772,12 +772,8 @@ def frequent_itemsets(
     result = mine(
         data, eps=eps, delta=delta, top=top, sizes=sizes, _rules=req, _keep=keep, **kwargs
     )
-    frame = itemsets_frame(keep["closure"], labels=labels)
-    if thresholded:  # mlxtend's meaning: support >= min_support (noisy; post-processing)
-        n = frame.attrs["num_itemsets"]
-        bar = kwargs["min_count"] / n if min_support is None else float(kwargs["min_support"])
-        frame = frame[frame["support"] >= bar].reset_index(drop=True)
-        frame.attrs["num_itemsets"] = n
+    # --min-support: the closure's itemsets that clear it (and every subset), as the rules use
+    frame = itemsets_frame(keep["basis"], labels=labels)
     frame.attrs["result"] = result
     return frame
 

@@ -124,18 +124,13 @@ def mine(input_path: str, **opt: Any) -> None:
           --item-col item --eps 1 --delta 1e-6 --engine spark
     """
     csv_path = opt.pop("csv_path")
-
-    def write_csv(result: dict[str, Any]) -> None:
-        if csv_path is not None:
-            write_text(itemsets_csv(result), csv_path, flag="--csv")
-
     result = _release_run(
         parameters.MINE,
         input_path,
         opt,
         _api().mine_file,
         outputs={"--csv": csv_path},
-        after=write_csv,
+        after=_csv_writer(csv_path, itemsets_csv),
     )
     opt["split_accountant"] = result["ledger"].get("accountant", "basic")
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
@@ -190,11 +185,6 @@ def rules(input_path: str, **opt: Any) -> None:
         opt["sizes"] = DEFAULT_RULES_SIZES
     csv_path = opt.pop("csv_path")
     extra = {k: opt[k] for k in ("metric", "min_threshold", "closure_share", "closure_noise")}
-
-    def write_csv(result: dict[str, Any]) -> None:
-        if csv_path is not None:
-            write_text(rules_csv(result), csv_path, flag="--csv")
-
     result = _release_run(
         parameters.RULES,
         input_path,
@@ -202,7 +192,7 @@ def rules(input_path: str, **opt: Any) -> None:
         _api().rules_file,
         extra=extra,
         outputs={"--csv": csv_path},
-        after=write_csv,
+        after=_csv_writer(csv_path, rules_csv),
     )
     if not opt["quiet"] and not result["selected"]:
         _say(_none_hint({**opt, "closure_share": opt["closure_share"] or DEFAULT_CLOSURE_SHARE}))
@@ -214,6 +204,18 @@ def rules(input_path: str, **opt: Any) -> None:
             "selected itemset of 2 or more items); try --sizes 2-3, a lower --min-threshold "
             "or more --eps"
         )
+
+
+def _csv_writer(
+    path: str | None, render: Callable[[dict[str, Any]], str]
+) -> Callable[[dict[str, Any]], None]:
+    """--csv: write render(result) to path after the JSON (atomically), or nothing."""
+
+    def write_csv(result: dict[str, Any]) -> None:
+        if path is not None:
+            write_text(render(result), path, flag="--csv")
+
+    return write_csv
 
 
 def _release_run(

@@ -383,7 +383,6 @@ def evaluate(
     if min_support is not None:
         return _threshold_table(
             ranked,
-            chosen,
             eps_values,
             delta,
             neighbours,
@@ -523,7 +522,6 @@ def _topk_row(
 
 def _threshold_table(
     ranked: Counts,
-    chosen: Sequence[str],
     eps_values: Sequence[str],
     delta: str,
     neighbours: str,
@@ -570,7 +568,6 @@ def _threshold_table(
         rows.append(
             _threshold_row(ranked, opts, universe_size, growth_b, trials, random_source, bar, exact)
         )
-    del chosen  # levelwise only (evaluate_file says so)
     return pd.DataFrame(rows, columns=list(THRESHOLD_COLUMNS))
 
 

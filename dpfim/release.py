@@ -511,35 +511,22 @@ def above(
 ) -> tuple[list[Pick], list[float], list[float]]:
     """--min-support / --min-count: keep the released itemsets whose consistent support is at
     least the threshold, theta times n (public under replace-one) or the noisy n (add/remove),
-    or the count; renumbered in release order. Post-processing of released values (§25.2);
-    consistent supports are monotone, so what is kept stays downward closed."""
-    theta, count = opts.param("min_support"), opts.param("min_count")
+    or the count (with every subset: downward closed); renumbered in release order.
+    Post-processing of released values (§25.1)."""
+    from dpfim.mechanisms import threshold
+
     if opts.neighbours == "replace":
         n = float(counts.n)  # public under replace-one
     else:
         assert n_hat is not None, "add/remove: the supports come with their noisy n"
         n = n_hat
-    bar = float(count) if count is not None else float(theta) * n
-    # the projection is monotone only up to its tolerance: keep X when it and every released
-    # subset clear the bar, so that what is kept is downward closed whatever the rounding
-    passed = {tuple(ids_of(q.ids)) for q, v in zip(picks, consistent, strict=True) if v >= bar}
-    keep = [
-        j
-        for j, q in enumerate(picks)
-        if all(sub in passed for sub in _subsets(tuple(ids_of(q.ids))))
-    ]
+    least = threshold.bar(opts.param("min_support"), opts.param("min_count"), n)
+    keep = threshold.clearing([tuple(ids_of(q.ids)) for q in picks], consistent, least)
     kept = [
         Pick(rank, q.ids, q.count, q.outcome, q.noisy_support)
         for rank, q in enumerate((picks[j] for j in keep), start=1)
     ]
     return kept, [sd[j] for j in keep], [consistent[j] for j in keep]
-
-
-def _subsets(key: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """key and its non-empty proper subsets."""
-    import itertools
-
-    return [s for r in range(1, len(key) + 1) for s in itertools.combinations(key, r)]
 
 
 def whole_run_supports(

@@ -274,14 +274,10 @@ def clearing(closure: Closure, opts: Any) -> Closure:
     """The closure's itemsets whose consistent support clears --min-support (times the public
     n or the noisy n) or --min-count, with every subset clearing it too (downward closed):
     post-processing of released values, the basis of the rules of a threshold run."""
-    theta, count = opts.param("min_support"), opts.param("min_count")
-    bar = float(count) if count is not None else float(theta) * closure.n
-    passed = {k for k, v in zip(closure.keys, closure.consistent, strict=True) if v >= bar}
-    keep = [
-        j
-        for j, k in enumerate(closure.keys)
-        if all(sub in passed for r in range(1, len(k) + 1) for sub in itertools.combinations(k, r))
-    ]
+    from dpfim.mechanisms import threshold
+
+    least = threshold.bar(opts.param("min_support"), opts.param("min_count"), closure.n)
+    keep = threshold.clearing(closure.keys, closure.consistent, least)
     return dataclasses.replace(
         closure,
         keys=[closure.keys[j] for j in keep],

@@ -176,17 +176,15 @@ def test_output_exact_supports() -> None:
     """mlxtend asserts support 0.25 for each of a, b, c, d, e and {c, d}."""
 
 
-@pytest.mark.skip(reason="FPTestEx1All.test_max_len: max_len= is not offered (sizes='1-2' is)")
 def test_max_len() -> None:
-    """mlxtend's max_len=2 bounds the itemsets' size; see test_sizes_bound_the_size."""
+    """mlxtend's max_len=2 bounds the itemsets' size (FPTestEx1All.test_max_len)."""
+    assert _fi(_weighted(), max_len=2)["itemsets"].map(len).max() == 2
 
 
-@pytest.mark.skip(
-    reason="FPTestEx3All.test_output3: min_support= is not offered (a threshold release, "
-    "SPEC 4b, is not in the Python API); top= and sizes= choose what is released"
-)
 def test_min_support_zero_is_a_value_error() -> None:
-    """mlxtend refuses min_support=0.0 with a ValueError."""
+    """mlxtend refuses min_support=0.0 with a ValueError (FPTestEx3All.test_output3)."""
+    with pytest.raises(ValueError, match="min_support"):
+        _fi(_weighted(), min_support=0.0)
 
 
 def test_sizes_bound_the_size() -> None:

@@ -268,15 +268,7 @@ class Lattice:
         if len(key) == 1:
             self.released_items.append(key[0])
         if len(key) < self.s:
-            new: list[Key] = []
-            for i in self.released_items:
-                if i in key:
-                    continue
-                cand = tuple(sorted((*key, i)))
-                if cand in self.sets or cand in self.released:
-                    continue
-                if all(cand[:j] + cand[j + 1 :] in self.released for j in range(len(cand))):
-                    new.append(cand)
+            new = threshold.admitted(key, self.released_items, self.released, self.sets)
             if new:
                 for cand, c in zip(new, self._counts.supports(new), strict=True):
                     self.sets[cand] = int(c)

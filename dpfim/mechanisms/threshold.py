@@ -47,6 +47,43 @@ Key = tuple[int, ...]
 TAIL = 40
 
 
+def admitted(key: Key, items: list[int], released: set[Key], seen: set[Key] | dict) -> list[Key]:
+    """The lattice step levelwise and the exact ranks share: the supersets of `key` with one
+    more item of `items` (released single items) whose every (|X| - 1)-subset is in `released`,
+    and which are not already in `released` or `seen` (the candidates known)."""
+    new = []
+    for i in items:
+        if i in key:
+            continue
+        cand = tuple(sorted((*key, i)))
+        if cand in seen or cand in released:
+            continue
+        if all(cand[:j] + cand[j + 1 :] in released for j in range(len(cand))):
+            new.append(cand)
+    return new
+
+
+def bar(min_support: Fraction | None, min_count: int | None, n: float) -> float:
+    """The consistent support an itemset must reach (§25.1's post-processing): the count, or
+    theta times n (public under replace-one; the noisy n under add/remove)."""
+    if min_count is not None:
+        return float(min_count)
+    assert min_support is not None
+    return float(min_support) * n
+
+
+def clearing(keys: list[Key], consistent: list[float], least: float) -> list[int]:
+    """The positions of the keys whose consistent support and every subset's reach `least`:
+    the projection is monotone only up to its tolerance, so the subsets are checked and what
+    is kept is downward closed whatever the rounding (§25.1)."""
+    passed = {k for k, v in zip(keys, consistent, strict=True) if v >= least}
+    return [
+        j
+        for j, k in enumerate(keys)
+        if all(sub in passed for r in range(1, len(k) + 1) for sub in itertools.combinations(k, r))
+    ]
+
+
 def ranked_supports(counts: Counts, ids: np.ndarray, sup: np.ndarray, s: int) -> Iterator[int]:
     """c_(1), c_(2), ...: the supports of every itemset of sizes 1..s over the items `ids`
     (exact supports `sup`) in decreasing order, then zeros for ever (the itemsets of support 0,
@@ -75,16 +112,8 @@ def ranked_itemsets(
             items.append(key[0])
         if len(key) >= s:
             continue
-        new = []
-        for i in items:
-            if i in key:
-                continue
-            cand = tuple(sorted((*key, i)))
-            if cand in queued or cand in popped:
-                continue
-            if all(cand[:j] + cand[j + 1 :] in popped for j in range(len(cand))):
-                new.append(cand)
-                queued.add(cand)
+        new = admitted(key, items, popped, queued)
+        queued.update(new)
         if new:
             for cand, c in zip(new, counts.supports(new), strict=True):
                 if c > 0:
