@@ -33,7 +33,7 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -298,6 +298,7 @@ def run_top(
     (--supports under add/remove, else None). The supports are read back from noisy parity
     coefficients (§24): exact dyadic rationals, released as floats (exact in binary)."""
     if p.thresholded:  # Part 0 (§25): K chosen privately, at most the cap k
+        counts = cast(Counts, _Remembered(counts))  # the ranks and the rounds count alike
         k = _scan(counts, p, k, rng)
         if k == 0:
             return [], Outcome(None, None, None), None
@@ -329,6 +330,25 @@ def _threshold_text(p: Public) -> str:
     if p.min_count is not None:
         return f"--min-count {p.min_count}"
     return f"--min-support {p.min_support} (ceil(theta n) records)"
+
+
+class _Remembered:
+    """Counts whose `supports` keeps what it read: the threshold's exact ranks and then the
+    rounds ask for many of the same itemsets, counted once (an engine pass or Spark job each)."""
+
+    def __init__(self, counts: Counts) -> None:
+        self._counts = counts
+        self._known: dict[Key, int] = {}
+
+    def supports(self, batch: list[Key]) -> list[int]:
+        keys = [tuple(b) for b in batch]
+        missing = [key for key in keys if key not in self._known]
+        if missing:
+            self._known.update(zip(missing, map(int, self._counts.supports(missing)), strict=True))
+        return [self._known[key] for key in keys]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._counts, name)
 
 
 def _replace(p: Public) -> bool:
