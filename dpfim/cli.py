@@ -136,20 +136,31 @@ def mine(input_path: str, **opt: Any) -> None:
     released = result["itemsets"] if "itemsets" in result else [result["itemset"]]
     none = not released or released[0] is None  # the released answer only
     if not opt["quiet"]:
-        _mine_notes(input_path, opt, released, none)
+        _mine_notes(input_path, opt, released, none, result["params"].get("top", 1))
     if none and opt["fail_on_none"]:
         raise NoneAnswer(
             "the answer is none (--fail-on-none): the result is written, the spend charged"
         )
 
 
-def _mine_notes(input_path: str, opt: dict[str, Any], released: list[Any], none: bool) -> None:
-    """The basket note and, for a none or a short --top K, what it means (public values)."""
+def _mine_notes(
+    input_path: str, opt: dict[str, Any], released: list[Any], none: bool, cap: int
+) -> None:
+    """The basket note and, for a none, a short --top K or a threshold's release near its cap,
+    what it means (public values and the released answer)."""
     long_cols = opt["record_col"] is not None or opt["item_col"] is not None
     note = _basket_note(input_path, opt["fmt"], long_columns_given=long_cols)
     if note is not None:
         _say(note)
-    if none:
+    if opt["min_support"] is not None or opt["min_count"] is not None:
+        if none:
+            _say("no itemset cleared the threshold (a private answer): lower it or raise --eps")
+        elif len(released) >= 0.9 * cap:  # the count is chosen privately, at most the cap
+            _say(
+                f"released {len(released)} itemsets, near the cap --top {cap}: more may clear "
+                "the threshold; raise --top to let them (docs/cli.md)"
+            )
+    elif none:
         _say(_none_hint(opt))
     elif len(released) < opt["top"]:
         _say(

@@ -240,3 +240,15 @@ def test_rules_with_min_support_come_from_the_itemsets_that_clear_it(tmp_path: P
         assert rule["support"] >= 0.2 - 1e-9
         assert min(rule["antecedent_support"], rule["consequent_support"]) >= 0.2 - 1e-9
     assert res["params"]["min_support"] == "1/5"
+
+
+def test_the_cli_says_when_a_threshold_release_is_near_its_cap_or_empty(tmp_path: Path) -> None:
+    """Public notes on stderr: a release of >= 90 % of the cap says the cap may bind; an empty
+    one says nothing cleared (not the rounds' 'answered none')."""
+    path = _file(tmp_path)
+    base = ["mine", str(path), "--eps", "2", "--delta", "1e-6", "--seed", "4"]
+    code, out, err = run([*base, "--min-support", "0.15", "--top", "6"])
+    assert code == 0 and len(json.loads(out)["itemsets"]) == 6 and "near the cap --top 6" in err
+    code, out, err = run([*base, "--min-support", "0.95"])
+    assert code == 0 and json.loads(out)["itemsets"] == []
+    assert "no itemset cleared the threshold" in err and "answered none" not in err
